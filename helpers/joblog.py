@@ -1,0 +1,92 @@
+"""Read a run folder's logs: which rank failed, and the tail of its log. Introduced in notebook 01.
+
+Layout of a run folder (both startups):
+    RUN/launcher.log           what the launcher and msrun printed
+    RUN/worker_<k>.log         rank k's log under msrun (RUN/scheduler.log: the scheduler's)
+    RUN/rank_<k>/worker_<k>.log  rank k's log under rank-table startup
+    RUN/rank_<k>/metrics.jsonl rank k's metrics (helpers.train)
+
+    python -m helpers.joblog RUN      # print the failed rank(s) and their log tails
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+_NOISE = re.compile(r"^\[(INFO|WARNING|DEBUG)\] ")
+_FAILURE = re.compile(r"Traceback \(most recent call last\)|^\[(ERROR|CRITICAL)\]|^\w*(Error|Exception): ")
+_MSRUN_EXIT = re.compile(r"Worker process (\d+) exit with exception\. Error code: (-?\d+)")
+
+
+def rank_logs(run_dir: str | Path) -> dict[int, Path]:
+    """{rank: log path} for every worker log in the run folder."""
+    run_dir = Path(run_dir)
+    logs = {}
+    for path in list(run_dir.glob("worker_*.log")) + list(run_dir.glob("rank_*/worker_*.log")):
+        match = re.fullmatch(r"worker_(\d+)\.log", path.name)
+        if match:
+            logs[int(match.group(1))] = path
+    return dict(sorted(logs.items()))
+
+
+def tail(path: str | Path, lines: int = 20, quiet: bool = True) -> str:
+    """The last `lines` lines of a log, without MindSpore's INFO/WARNING chatter when `quiet`."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    if quiet:
+        text = [line for line in text if not _NOISE.match(line)]
+    return "\n".join(text[-lines:])
+
+
+def _pid_of_log(path: Path) -> set[int]:
+    """Process ids that wrote MindSpore log lines (`ME(<pid>,` / `DISTRIBUTED(<pid>,`) into this log."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return {int(pid) for pid in re.findall(r"^\[[A-Z]+\] [A-Z_]+\((\d+)[,:]", text, flags=re.M)}
+
+
+def failed_ranks(run_dir: str | Path) -> dict[int, str]:
+    """{rank: reason} for ranks that raised, or that msrun reported dead by exit code (e.g. killed)."""
+    run_dir = Path(run_dir)
+    logs = rank_logs(run_dir)
+    failed = {}
+    for rank, path in logs.items():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if any(_FAILURE.search(line) for line in text.splitlines()):
+            failed[rank] = "raised an error"
+    launcher_log = run_dir / "launcher.log"
+    if launcher_log.exists():
+        for pid, code in _MSRUN_EXIT.findall(launcher_log.read_text(encoding="utf-8", errors="replace")):
+            for rank, path in logs.items():
+                if int(pid) in _pid_of_log(path) and rank not in failed:
+                    signal = f" (signal {-int(code)})" if int(code) < 0 else ""
+                    failed[rank] = f"exited with code {code}{signal}"
+    return dict(sorted(failed.items()))
+
+
+def failure_report(run_dir: str | Path, lines: int = 20) -> str:
+    """A short text naming each failed rank with the tail of its log."""
+    failed = failed_ranks(run_dir)
+    logs = rank_logs(run_dir)
+    if not failed:
+        return f"no rank log shows an error; see the logs in {run_dir}"
+    parts = []
+    for rank, reason in failed.items():
+        parts.append(f"rank {rank} {reason}; last lines of {logs[rank]}:\n{tail(logs[rank], lines)}")
+    return "\n\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.joblog")
+    parser.add_argument("run_dir")
+    parser.add_argument("--lines", type=int, default=20)
+    args = parser.parse_args(argv)
+    print(failure_report(args.run_dir, args.lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# The series' bundled launcher (introduced in notebook 01). Run `bash helpers/launch.sh --help`.
+set -uo pipefail
+
+usage() {
+    cat <<'EOF'
+Usage: bash helpers/launch.sh [options] [--] [SCRIPT [ARGS...]]
+
+Start a distributed MindSpore job: one process per rank, each running SCRIPT.
+
+SCRIPT      a Python file, or `python -m MODULE ...`. Default: python -m helpers.train
+            (the series' training entry point). `-- --epochs 2` passes ARGS to the default.
+
+Options:
+  --workers N         ranks to start (default: 8 on an Ascend node, 2 on CPU; env TUTORIAL_WORKERS)
+  --device D          CPU or Ascend (default: detected; env TUTORIAL_DEVICE)
+  --startup S         msrun (default): MindSpore's dynamic cluster, a scheduler plus N workers.
+                      ranktable: Ascend only; one process per card with RANK_TABLE_FILE, RANK_ID,
+                      DEVICE_ID and RANK_SIZE set, each in its own folder RUN/rank_<k>/.
+  --rank-table FILE   the rank table for --startup ranktable (validated before anything starts)
+  --server-id IP      which server of a multi-server rank table this node is
+  --log-dir DIR       run folder for logs and metrics (default: runs/job-<time>-<pid>).
+                      A folder that already holds a run is never overwritten: DIR-2, DIR-3... is used.
+  --port P            scheduler port on 127.0.0.1 (default: a free one); a busy port is an error
+  --timeout S         seconds the cluster may take to form, msrun's --cluster_time_out (default 60)
+  --dry-run           print each rank's environment and command, start nothing, exit 0
+  -h, --help          this text
+
+Exit code: the job's (0 when every rank finished). When a rank fails, the launcher stops the
+others, names the failed rank and prints the tail of its log.
+
+Examples:
+  bash helpers/launch.sh                                  # train SimpleNet on all ranks
+  bash helpers/launch.sh --workers 2 -- --epochs 1        # 2 ranks, 1 epoch
+  bash helpers/launch.sh --dry-run --startup ranktable --rank-table rank_table_file.json
+EOF
+}
+
+die() { echo "launch.sh: error: $*" >&2; exit 2; }
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PROJECT="$(dirname "$HERE")"
+
+# The Python whose MindSpore runs the job: the caller's (TUTORIAL_PYTHON), an active venv, the
+# project's .venv, then python3 on PATH. Its folder goes first on PATH: msrun starts workers as `python`.
+PYTHON="${TUTORIAL_PYTHON:-}"
+[[ -z "$PYTHON" && -n "${VIRTUAL_ENV:-}" ]] && PYTHON="$VIRTUAL_ENV/bin/python"
+[[ -z "$PYTHON" && -x "$PROJECT/.venv/bin/python" ]] && PYTHON="$PROJECT/.venv/bin/python"
+[[ -z "$PYTHON" ]] && PYTHON="$(command -v python3 || command -v python || true)"
+[[ -x "$PYTHON" ]] || die "no Python found: run 'make setup' or set TUTORIAL_PYTHON"
+export PATH="$(dirname "$PYTHON"):$PATH"
+export PYTHONPATH="$PROJECT${PYTHONPATH:+:$PYTHONPATH}"
+
+WORKERS_ARG="" DEVICE="" STARTUP="msrun" RANK_TABLE="" SERVER_ID="" LOG_DIR="" PORT="" TIMEOUT=60 DRY_RUN=0
+need_value() { [[ $# -ge 2 && -n "$2" && "$2" != --* ]] || die "$1 needs a value (see --help)"; }
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --workers) need_value "$@"; WORKERS_ARG="$2"; shift 2 ;;
+        --device) need_value "$@"; DEVICE="$2"; shift 2 ;;
+        --startup) need_value "$@"; STARTUP="$2"; shift 2 ;;
+        --rank-table) need_value "$@"; RANK_TABLE="$2"; shift 2 ;;
+        --server-id) need_value "$@"; SERVER_ID="$2"; shift 2 ;;
+        --log-dir) need_value "$@"; LOG_DIR="$2"; shift 2 ;;
+        --port) need_value "$@"; PORT="$2"; shift 2 ;;
+        --timeout) need_value "$@"; TIMEOUT="$2"; shift 2 ;;
+        --dry-run) DRY_RUN=1; shift ;;
+        -h|--help) usage; exit 0 ;;
+        --) shift; break ;;
+        -*) die "unknown option '$1' (see --help)" ;;
+        *) break ;;
+    esac
+done
+
+# What each rank runs: SCRIPT ARGS, or the training entry point with ARGS.
+if [[ $# -eq 0 || "$1" == -* ]]; then
+    SCRIPT_CMD=(python -m helpers.train "$@")
+elif [[ "$1" == python || "$1" == python3 ]]; then
+    SCRIPT_CMD=(python "${@:2}")
+else
+    [[ -f "$1" ]] || die "SCRIPT '$1' not found: give the path of a Python file, or 'python -m MODULE'"
+    SCRIPT_CMD=(python "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")" "${@:2}")
+fi
+
+# Device and worker count: helpers.device holds the policy (one place for Python and shell).
+DEVICE_ARGS=(--shell); [[ -n "$DEVICE" ]] && DEVICE_ARGS+=(--device "$DEVICE")
+DEFAULTS="$("$PYTHON" -m helpers.device "${DEVICE_ARGS[@]}")" || exit 2   # it printed why
+eval "$DEFAULTS"   # sets DEVICE and WORKERS (the default count)
+WORKERS="${WORKERS_ARG:-${WORKERS}}"
+[[ "$WORKERS" =~ ^[0-9]+$ && "$WORKERS" -ge 1 ]] || die "--workers must be a positive integer, got '$WORKERS'"
+[[ "$TIMEOUT" =~ ^[0-9]+$ && "$TIMEOUT" -ge 1 ]] || die "--timeout must be a positive number of seconds, got '$TIMEOUT'"
+case "$STARTUP" in msrun|ranktable) ;; *) die "unknown --startup '$STARTUP': use msrun or ranktable" ;; esac
+if [[ "$DEVICE" == Ascend && "$STARTUP" == msrun ]]; then
+    CARDS=$(ls /dev/davinci[0-9]* 2>/dev/null | wc -l)
+    [[ "$CARDS" -eq 0 || "$WORKERS" -le "$CARDS" ]] || die "--workers $WORKERS but this node has $CARDS Ascend cards"
+fi
+
+# The run folder: a new one per launch; never reuse a folder that already holds a run.
+[[ -n "$LOG_DIR" ]] || LOG_DIR="$PROJECT/runs/job-$(date +%Y%m%d-%H%M%S)-$$"
+[[ "$LOG_DIR" == /* ]] || LOG_DIR="$PWD/$LOG_DIR"
+if [[ -d "$LOG_DIR" && -n "$(ls -A "$LOG_DIR" 2>/dev/null)" ]]; then
+    n=2; while [[ -e "$LOG_DIR-$n" ]]; do n=$((n + 1)); done
+    echo "launch.sh: $LOG_DIR already holds a run; writing to $LOG_DIR-$n instead" >&2
+    LOG_DIR="$LOG_DIR-$n"
+fi
+if [[ $DRY_RUN -eq 0 ]]; then
+    mkdir -p "$LOG_DIR" || die "cannot create the run folder $LOG_DIR"
+fi
+
+# Every process of this job carries TUTORIAL_JOB_ID, so the launcher can always find and stop all of them.
+export TUTORIAL_JOB_ID="job-$$-$RANDOM$RANDOM"
+export TUTORIAL_RUN_DIR="$LOG_DIR" TUTORIAL_DEVICE="$DEVICE" PYTHONUNBUFFERED=1
+if [[ "$DEVICE" == CPU ]]; then
+    # MindSpore's bundled oneDNN picks a ~30x slower NCHW conv kernel on AVX-512 CPUs (DESIGN.md §5).
+    export ONEDNN_MAX_CPU_ISA="${ONEDNN_MAX_CPU_ISA:-AVX2}"
+fi
+
+job_pids() {  # every live process whose environment carries this job's id
+    local f pid
+    for f in /proc/[0-9]*/environ; do
+        pid="${f#/proc/}"; pid="${pid%/environ}"
+        [[ "$pid" == "$$" || "$pid" == "$BASHPID" ]] && continue
+        grep -qz "^TUTORIAL_JOB_ID=$TUTORIAL_JOB_ID$" "$f" 2>/dev/null && echo "$pid"
+    done
+}
+stop_job() {  # TERM, a short grace, then KILL whatever of the job is left
+    local pids
+    pids="$(job_pids)"; [[ -z "$pids" ]] && return 0
+    kill -TERM $pids 2>/dev/null; sleep 1
+    pids="$(job_pids)"; [[ -n "$pids" ]] && kill -KILL $pids 2>/dev/null
+    return 0
+}
+report_failure() {
+    echo "launch.sh: the job failed (exit code $1). Logs: $LOG_DIR" >&2
+    "$PYTHON" -m helpers.joblog "$LOG_DIR" >&2
+}
+on_interrupt() {
+    echo "launch.sh: interrupted; stopping every process of the job" >&2
+    stop_job; exit 130
+}
+
+run_msrun() {
+    if [[ -n "$PORT" ]]; then
+        "$PYTHON" -m helpers.ports check "$PORT" >&2 || exit 2
+    else
+        PORT="$("$PYTHON" -m helpers.ports free)"
+    fi
+    local cmd=("$PYTHON" -m mindspore.parallel.cluster.run --worker_num="$WORKERS" --local_worker_num="$WORKERS"
+               --master_addr=127.0.0.1 --master_port="$PORT" --log_dir="$LOG_DIR" --join=True
+               --cluster_time_out="$TIMEOUT" --tail_worker_log=0 "${SCRIPT_CMD[@]}")
+    if [[ $DRY_RUN -eq 1 ]]; then
+        echo "# msrun startup: 1 scheduler + $WORKERS workers on $DEVICE, logs in $LOG_DIR"
+        local k
+        for ((k = 0; k < WORKERS; k++)); do
+            echo "rank $k: MS_ROLE=MS_WORKER MS_SCHED_HOST=127.0.0.1 MS_SCHED_PORT=$PORT MS_WORKER_NUM=$WORKERS" \
+                 "RANK_ID=$k DEVICE_ID=$k TUTORIAL_RUN_DIR=$LOG_DIR -> ${SCRIPT_CMD[*]} > $LOG_DIR/worker_$k.log"
+        done
+        echo "command: ${cmd[*]}"
+        return 0
+    fi
+    echo "launch.sh: $WORKERS ranks on $DEVICE via msrun (port $PORT), logs in $LOG_DIR"
+    trap on_interrupt INT TERM
+    "${cmd[@]}" > >(tee -a "$LOG_DIR/launcher.log") 2>&1 &
+    local msrun_pid=$! failed_at=""
+    # msrun kills the other workers when one fails, then waits for the scheduler, which can wait
+    # out the whole cluster timeout. Once a failure is seen, give it 5 s, then stop the rest.
+    while kill -0 "$msrun_pid" 2>/dev/null; do
+        sleep 1
+        if [[ -z "$failed_at" ]] && grep -q "exit with exception" "$LOG_DIR/launcher.log" 2>/dev/null; then
+            failed_at=$SECONDS
+        fi
+        if [[ -n "$failed_at" ]] && (( SECONDS - failed_at >= 5 )); then
+            kill -TERM $(job_pids | grep -vx "$msrun_pid") 2>/dev/null
+        fi
+    done
+    wait "$msrun_pid"; local rc=$?
+    trap - INT TERM
+    stop_job
+    if [[ $rc -ne 0 ]]; then report_failure "$rc"; fi
+    return "$rc"
+}
+
+run_ranktable() {
+    [[ -n "$RANK_TABLE" ]] || die "--startup ranktable needs --rank-table FILE"
+    [[ -f "$RANK_TABLE" ]] || die "rank table '$RANK_TABLE' not found"
+    RANK_TABLE="$(cd "$(dirname "$RANK_TABLE")" && pwd)/$(basename "$RANK_TABLE")"
+    local local_args=(local "$RANK_TABLE")   # worker count: the table's cards, unless --workers says otherwise
+    [[ -n "$WORKERS_ARG" ]] && local_args+=(--workers "$WORKERS_ARG")
+    [[ -n "$SERVER_ID" ]] && local_args+=(--server-id "$SERVER_ID")
+    local ranks
+    ranks="$("$PYTHON" -m helpers.rank_table "${local_args[@]}")" || exit 2   # it printed every problem
+    if [[ "$DEVICE" != Ascend && $DRY_RUN -eq 0 ]]; then
+        die "rank-table startup needs Ascend cards and HCCL; on $DEVICE use --startup msrun (or add --dry-run)"
+    fi
+    local rank device size pids=() dirs=()
+    while read -r rank device size; do
+        local dir="$LOG_DIR/rank_$rank"
+        local envs=(RANK_TABLE_FILE="$RANK_TABLE" RANK_ID="$rank" DEVICE_ID="$device" RANK_SIZE="$size")
+        if [[ $DRY_RUN -eq 1 ]]; then
+            echo "rank $rank: ${envs[*]} TUTORIAL_RUN_DIR=$LOG_DIR (cwd $dir) -> ${SCRIPT_CMD[*]} > $dir/worker_$rank.log"
+            continue
+        fi
+        mkdir -p "$dir"
+        (cd "$dir" && exec env "${envs[@]}" "${SCRIPT_CMD[@]}" > "worker_$rank.log" 2>&1) &
+        pids+=($!); dirs+=("$dir")
+    done <<< "$ranks"
+    [[ $DRY_RUN -eq 1 ]] && { echo "# rank-table startup: $(wc -l <<< "$ranks") processes, logs in $LOG_DIR"; return 0; }
+    echo "launch.sh: ${#pids[@]} ranks on $DEVICE via rank table $RANK_TABLE, logs in $LOG_DIR"
+    trap on_interrupt INT TERM
+    local rc=0 running=${#pids[@]} i
+    while [[ $running -gt 0 && $rc -eq 0 ]]; do
+        sleep 1; running=0
+        for i in "${!pids[@]}"; do
+            if kill -0 "${pids[$i]}" 2>/dev/null; then running=$((running + 1)); continue; fi
+            wait "${pids[$i]}"; local code=$?
+            [[ $code -ne 0 ]] && { rc=$code; echo "launch.sh: ${dirs[$i]} exited with code $code; stopping the others" >&2; }
+        done
+    done
+    trap - INT TERM
+    stop_job
+    if [[ $rc -ne 0 ]]; then report_failure "$rc"; fi
+    return "$rc"
+}
+
+if [[ "$STARTUP" == msrun ]]; then run_msrun; else run_ranktable; fi

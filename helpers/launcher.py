@@ -1,0 +1,180 @@
+"""`launch(...)`: the Python front of helpers/launch.sh that the notebooks call. Introduced in notebook 01.
+
+It picks a fresh run folder, runs the shell launcher, shows rank 0's progress while the job runs,
+and returns a `RunResult` with the exit code, wall time, per-rank metrics and rank 0's log tail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from helpers import joblog
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+LAUNCH_SH = Path(__file__).resolve().with_name("launch.sh")
+RUNS_DIR_ENV = "TUTORIAL_RUNS_DIR"
+_NOISE = re.compile(r"^\[(INFO|WARNING|DEBUG)\] |^Start (scheduler|worker) process")
+
+
+def runs_root() -> Path:
+    """Where run folders go: $TUTORIAL_RUNS_DIR, else <project>/runs."""
+    return Path(os.environ.get(RUNS_DIR_ENV, PROJECT_ROOT / "runs"))
+
+
+def new_run_dir(name: str) -> Path:
+    """A run folder that no other launch uses: runs/<name>-<date-time>-<random>."""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise ValueError(f"run name {name!r} may only hold letters, digits, '.', '_' and '-'")
+    return runs_root() / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def read_metrics(run_dir: Path) -> dict[int, list[dict]]:
+    """{rank: records} from every RUN/rank_<k>/metrics.jsonl."""
+    metrics = {}
+    for path in sorted(Path(run_dir).glob("rank_*/metrics.jsonl")):
+        rank = int(path.parent.name.split("_")[1])
+        lines = path.read_text(encoding="utf-8").splitlines()
+        metrics[rank] = [json.loads(line) for line in lines if line.strip()]
+    return dict(sorted(metrics.items()))
+
+
+@dataclass
+class RunResult:
+    """What one launch produced. `metrics[rank]` holds that rank's metrics.jsonl records."""
+
+    returncode: int
+    wall_time: float
+    run_dir: Path
+    command: list[str]
+    output: str = ""
+    metrics: dict[int, list[dict]] = field(default_factory=dict)
+    log_tail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    @property
+    def ranks(self) -> list[int]:
+        return sorted(self.metrics)
+
+    def records(self, rank: int, kind: str) -> list[dict]:
+        return [r for r in self.metrics.get(rank, []) if r.get("kind") == kind]
+
+    def losses(self, rank: int) -> list[float]:
+        return [r["loss"] for r in self.records(rank, "step")]
+
+    def final(self, rank: int) -> dict:
+        finals = self.records(rank, "final")
+        return finals[-1] if finals else {}
+
+    def failed_ranks(self) -> dict[int, str]:
+        return joblog.failed_ranks(self.run_dir)
+
+    def check(self) -> RunResult:
+        """Raise RuntimeError naming the failed rank(s) and their log tails unless the job succeeded."""
+        if not self.ok:
+            raise RuntimeError(f"the job failed with exit code {self.returncode}\n"
+                               f"{joblog.failure_report(self.run_dir)}")
+        return self
+
+    def summary_rows(self) -> list[dict]:
+        """One row per rank: first and last loss, steps, eval accuracy, weights checksum."""
+        rows = []
+        for rank in self.ranks:
+            losses, final = self.losses(rank), self.final(rank)
+            rows.append({"rank": rank, "steps": len(losses),
+                         "first_loss": round(losses[0], 4) if losses else None,
+                         "last_loss": round(losses[-1], 4) if losses else None,
+                         "eval_accuracy": round(final.get("eval_accuracy", float("nan")), 4),
+                         "weights_sha": final.get("weights_sha")})
+        return rows
+
+    def summary(self) -> str:
+        """A plain-text table of `summary_rows()` plus the wall time."""
+        rows = self.summary_rows()
+        if not rows:
+            return f"no metrics in {self.run_dir} (exit code {self.returncode})"
+        keys = list(rows[0])
+        widths = {k: max(len(k), *(len(str(r[k])) for r in rows)) for k in keys}
+        lines = ["  ".join(k.rjust(widths[k]) for k in keys)]
+        lines += ["  ".join(str(r[k]).rjust(widths[k]) for k in keys) for r in rows]
+        lines.append(f"wall time {self.wall_time:.1f} s, exit code {self.returncode}, run folder {self.run_dir}")
+        return "\n".join(lines)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """Ask launch.sh to stop its job (it traps TERM), then make sure its whole group is gone."""
+    try:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    except ProcessLookupError:
+        pass
+
+
+def launch(*script_args: str, workers: int | None = None, device: str | None = None,
+           script: str | None = None, module: str | None = None, name: str = "run", startup: str = "msrun",
+           rank_table: str | os.PathLike | None = None, port: int | None = None, timeout: int = 60,
+           dry_run: bool = False, quiet: bool = False, env: dict[str, str] | None = None) -> RunResult:
+    """Run a distributed job through helpers/launch.sh and return its RunResult.
+
+    `script_args` go to `script` (a Python file) or `module` (run as `python -m module`); the
+    default is `python -m helpers.train`, the series' training entry point. Rank 0's lines are
+    printed as they come unless `quiet`. Worker count and device follow helpers.device unless given.
+    Interrupting (Ctrl-C, or the notebook's stop button) stops every process of the job.
+    """
+    run_dir = new_run_dir(name)
+    command = ["bash", str(LAUNCH_SH), "--log-dir", str(run_dir), "--timeout", str(timeout),
+               "--startup", startup]
+    if workers is not None:
+        command += ["--workers", str(workers)]
+    if device is not None:
+        command += ["--device", device]
+    if rank_table is not None:
+        command += ["--rank-table", str(rank_table)]
+    if port is not None:
+        command += ["--port", str(port)]
+    if dry_run:
+        command.append("--dry-run")
+    command.append("--")
+    if script is not None and module is not None:
+        raise ValueError("give script= or module=, not both")
+    if script is not None:
+        command.append(str(script))
+    elif module is not None:
+        command += ["python", "-m", module]
+    command += [str(a) for a in script_args]
+    child_env = {**os.environ, "TUTORIAL_PYTHON": sys.executable, **(env or {})}
+
+    start = time.perf_counter()
+    output: list[str] = []
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env=child_env, cwd=PROJECT_ROOT, start_new_session=True)
+    try:
+        for line in process.stdout:
+            output.append(line)
+            if not quiet and not _NOISE.match(line):
+                print(line, end="", flush=True)
+        process.wait()
+    except KeyboardInterrupt:
+        _stop(process)
+        raise
+    finally:
+        process.stdout.close()
+    wall = time.perf_counter() - start
+    logs = joblog.rank_logs(run_dir)
+    return RunResult(returncode=process.returncode, wall_time=wall, run_dir=run_dir, command=command,
+                     output="".join(output), metrics=read_metrics(run_dir),
+                     log_tail=joblog.tail(logs[0]) if 0 in logs else "")

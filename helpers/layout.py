@@ -1,0 +1,516 @@
+"""Exact layout calculator for MindSpore operator-level (semi-auto) parallelism. Introduced in notebook 02.
+
+MindSpore refuses SEMI_AUTO_PARALLEL on CPU, so this module replays, with numpy only, what its parallel
+compiler decides for `ops.MatMul().shard(...)` and for element-wise ops (Add, ReLU, ...): the device
+matrix, every rank's slice of every tensor, the collective inserted around the op, and per-device memory.
+`partial_products` + `reassemble` then run the plan on real arrays, so you can check it gives A @ B.
+
+Every rule below was read from mindspore-ai/mindspore, mindspore/ccsrc/frontend/parallel/ (and checked
+against the error strings inside the installed 2.10.0 `libmindspore_frontend.so`):
+
+* strategy values (ops_info/operator_info.cc, CheckStrategyByVector): one tuple per input, one value per
+  dimension, each value >= 1, dividing its dimension, and a power of 2 *unless the device count is not a
+  power of 2* (then the power-of-2 check is skipped).
+* MatMul (ops_info/matmul_info.cc): A's K split must equal B's K split (b0, or b1 when transpose_b).
+  Device matrix [a0, a1, b1] ([a0, a1, b0] with transpose_b); tensor maps A (2, 1), B (1, 0) or (0, 1),
+  output (2, 0). When K is split (a1 > 1) an AllReduce(sum) follows, in groups along the a1 axis.
+* "PCL MatMul" (matmul_info.cc, CheckPCLMatMul + replace_graph): if A's and B's strategies are equal,
+  transpose_b is False and their product equals the device count, MindSpore accepts it even though the K
+  splits differ: device matrix [a0, a1]; A is AllGathered along the a1 axis and B along the a0 axis
+  *before* the local MatMul, and no AllReduce follows.
+* repeated calculation (operator_info.cc InferRepeatedCalcInfo/SetRepeatedCalcDevMatrix, operator_info.h
+  `repeated_num_in_dev_matrix_right_ = true`, not overridden by MatMul or element-wise ops): the device
+  count must be a multiple r of prod(device matrix); r is APPENDED as the last (fastest-varying) axis, so
+  neighbouring ranks hold identical slices, and every tensor-map entry is shifted by +1.
+* rank -> device-matrix coordinate (device_matrix.cc ConvertRankToCoordinate): row-major, last axis
+  fastest. Groups along an axis: device_matrix.cc GetDevicesAlongDim.
+* element-wise ops (activation_info.cc, arithmetic_info.cc): device matrix = the strategy; two inputs of
+  the same shape must have equal strategies (MindSpore says only "Invalid strategy.").
+* `Layout` (mindspore/parallel/shard.py; matmul_info.cc CheckInputLayout / InferOutputLayout /
+  InferForwardCommunicationByLayout): prod(device_matrix) must equal the device count, A's and B's K
+  dimensions must map to the same device axes, M and N must not share one; the output keeps A's M map and
+  B's N map, and an AllReduce runs over the axes K is mapped to. The power-of-2 rule is not applied to
+  layouts here (I did not find it on the layout path).
+
+Not modelled: batch (3-D+) MatMul, transpose_a, broadcasting, out_strategy (reduce-scatter), Layout's
+interleaved_parallel and rank_list, pipeline stages, and backward ops (gradient/mirror AllReduce).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int8": 1}
+
+
+class StrategyError(ValueError):
+    """A strategy MindSpore would reject. `reason` is a short code, `mindspore_message` its own wording."""
+
+    def __init__(self, reason: str, mindspore_message: str, fix: str):
+        self.reason = reason
+        self.mindspore_message = mindspore_message
+        self.fix = fix
+        super().__init__(f"[{reason}] {mindspore_message}\n  fix: {fix}")
+
+
+class Layout:
+    """A numpy-only mirror of `mindspore.parallel.Layout`: `Layout((2, 4), ("dp", "mp"))("dp", "None")`.
+
+    A real MindSpore Layout works too: anything with a `to_dict()` giving device_matrix and tensor_map.
+    """
+
+    def __init__(self, device_matrix: tuple, alias_name: tuple):
+        if not isinstance(device_matrix, tuple) or not isinstance(alias_name, tuple):
+            raise TypeError("device_matrix and alias_name must be tuples")
+        if len(device_matrix) != len(alias_name):
+            raise ValueError("device_matrix length should be equal to alias_name length")
+        if "None" in alias_name or len(set(alias_name)) != len(alias_name):
+            raise ValueError(f"alias_name {alias_name} must be distinct and must not contain 'None'")
+        self.device_matrix = device_matrix
+        self.alias_name = alias_name
+        self.tensor_map = None
+
+    def _index(self, name: str, used: list) -> int:
+        if name == "None":
+            return -1
+        if name not in self.alias_name:
+            raise ValueError(f"The axis {name} is not found in {self.alias_name}")
+        if name in used:
+            raise ValueError(f"The axis {name} has been set more than one in {self.alias_name}")
+        used.append(name)
+        return len(self.alias_name) - 1 - self.alias_name.index(name)
+
+    def __call__(self, *tensor_map) -> Layout:
+        used: list = []
+        new = Layout(self.device_matrix, self.alias_name)
+        new.tensor_map = tuple(tuple(self._index(n, used) for n in e) if isinstance(e, tuple)
+                               else self._index(e, used) for e in tensor_map)
+        return new
+
+    def to_dict(self) -> dict:
+        return {"device_matrix": self.device_matrix, "tensor_map": self.tensor_map,
+                "interleaved_parallel": "interleaved_parallel" in self.alias_name,
+                "alias_name": self.alias_name, "rank_list": list(range(math.prod(self.device_matrix)))}
+
+
+@dataclass(frozen=True)
+class TensorLayout:
+    """One tensor's placement: `ranges[rank]` holds a (start, stop) pair per dimension."""
+
+    name: str
+    shape: tuple
+    tensor_map: tuple
+    splits: tuple
+    ranges: tuple = field(repr=False)
+
+    @property
+    def local_shape(self) -> tuple:
+        return tuple(size // split for size, split in zip(self.shape, self.splits))
+
+    def slice_of(self, rank: int) -> tuple:
+        """numpy index of this rank's slice: `full[t.slice_of(rank)]`."""
+        return tuple(slice(start, stop) for start, stop in self.ranges[rank])
+
+    def block_of(self, rank: int) -> tuple:
+        return tuple(start // step for (start, _), step in zip(self.ranges[rank], self.local_shape))
+
+    def holders(self) -> dict:
+        """{block index: ranks holding that block}."""
+        out: dict = {}
+        for rank in range(len(self.ranges)):
+            out.setdefault(self.block_of(rank), []).append(rank)
+        return {block: tuple(ranks) for block, ranks in sorted(out.items())}
+
+
+@dataclass(frozen=True)
+class Collective:
+    """A communication op: AllReduce(sum) after the op, or AllGather of an input before it."""
+
+    kind: str       # "AllReduce" or "AllGather"
+    tensor: str     # "out", "A" or "B"
+    groups: tuple   # tuples of ranks communicating together
+    axis: int = -1  # tensor axis an AllGather concatenates along
+
+    def describe(self) -> str:
+        if self.kind == "AllReduce":
+            return f"AllReduce(sum) on {self.tensor} after the op, groups {[list(g) for g in self.groups]}"
+        return (f"AllGather of {self.tensor} along axis {self.axis} before the op, "
+                f"groups {[list(g) for g in self.groups]}")
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    tensor: str
+    full_elements: int
+    local_elements: int
+    full_bytes: int
+    local_bytes: int
+
+
+@dataclass(frozen=True)
+class LayoutResult:
+    """What MindSpore's parallel compiler decides for one sharded op."""
+
+    op: str
+    device_num: int
+    strategy: tuple          # split counts per input (derived from the tensor maps for a Layout)
+    dev_matrix: tuple
+    axis_names: tuple
+    repeated_calc_num: int
+    mode: str                # "strategy", "pcl" or "layout"
+    transpose_b: bool
+    tensors: tuple = field(repr=False)       # TensorLayout for each input, then "out"
+    collectives: tuple = field(repr=False)
+    dtype: str = "float32"
+
+    def tensor(self, name: str) -> TensorLayout:
+        return next(t for t in self.tensors if t.name == name)
+
+    def memory(self) -> list:
+        """Per-device vs full elements and bytes for every tensor (PCL gathers inputs transiently)."""
+        size = ITEMSIZE.get(self.dtype) or np.dtype(self.dtype).itemsize
+        return [MemoryRow(t.name, math.prod(t.shape), math.prod(t.local_shape),
+                          math.prod(t.shape) * size, math.prod(t.local_shape) * size) for t in self.tensors]
+
+    def summary(self) -> str:
+        """A readable multi-line report."""
+        lines = [f"{self.op} on {self.device_num} device(s), strategy {self.strategy}"
+                 + (" -> PCL MatMul" if self.mode == "pcl" else "")]
+        lines.append(f"device matrix {list(self.dev_matrix)}  axes {list(self.axis_names)}")
+        if self.repeated_calc_num > 1:
+            lines.append(f"repeated calculation x{self.repeated_calc_num}: appended as the last axis, "
+                         f"so runs of {self.repeated_calc_num} consecutive ranks hold identical slices")
+        for t in self.tensors:
+            lines.append(f"  {t.name:<3} shape {t.shape} tensor_map {t.tensor_map} local {t.local_shape}")
+        lines += [f"  {c.describe()}" for c in self.collectives] or ["  no forward collective"]
+        for rank in range(self.device_num):
+            cells = [f"{t.name}[{', '.join(f'{a}:{b}' for a, b in t.ranges[rank])}]" for t in self.tensors]
+            lines.append(f"  rank {rank}: " + "  ".join(cells))
+        for row in self.memory():
+            lines.append(f"  {row.tensor:<3} {row.local_elements}/{row.full_elements} elements per device, "
+                         f"{row.local_bytes}/{row.full_bytes} bytes ({self.dtype})")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- building blocks
+
+
+def _is_power_of_2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _axes(entry) -> tuple:
+    """Device-axis indices (counted from the right, MindSpore style) a tensor-map entry uses."""
+    values = entry if isinstance(entry, tuple) else (entry,)
+    return tuple(v for v in values if v != -1)
+
+
+def _coords(rank: int, dev_matrix: tuple) -> tuple:
+    return tuple(int(c) for c in np.unravel_index(rank, dev_matrix))  # row-major, last axis fastest
+
+
+def _tensor_layout(name: str, shape: tuple, dev_matrix: tuple, tensor_map: tuple) -> TensorLayout:
+    n = len(dev_matrix)
+    splits = tuple(math.prod(dev_matrix[n - 1 - m] for m in _axes(e)) for e in tensor_map)
+    ranges = []
+    for rank in range(math.prod(dev_matrix)):
+        coords = _coords(rank, dev_matrix)
+        per_dim = []
+        for size, entry, split in zip(shape, tensor_map, splits):
+            block = 0
+            for m in _axes(entry):  # several axes on one dimension: the first listed is the outer one
+                block = block * dev_matrix[n - 1 - m] + coords[n - 1 - m]
+            step = size // split
+            per_dim.append((block * step, (block + 1) * step))
+        ranges.append(tuple(per_dim))
+    return TensorLayout(name, tuple(shape), tuple(tensor_map), splits, tuple(ranges))
+
+
+def _groups_along(dev_matrix: tuple, positions: tuple) -> tuple:
+    """Ranks that differ only on the device-matrix `positions` (counted from the left)."""
+    groups: dict = {}
+    for rank in range(math.prod(dev_matrix)):
+        key = tuple(c for i, c in enumerate(_coords(rank, dev_matrix)) if i not in positions)
+        groups.setdefault(key, []).append(rank)
+    return tuple(tuple(g) for g in groups.values())
+
+
+def _check_values(op: str, strategy: tuple, shapes: tuple, device_num: int) -> None:
+    """operator_info.cc CheckStrategyByVector, in its order."""
+    text = str(strategy)
+    if len(strategy) != len(shapes):
+        raise StrategyError("wrong_input_count", f"{op}: The strategy is {text}, strategy size: "
+                            f"{len(strategy)} is not equal to inputs size: {len(shapes)}",
+                            f"give one tuple per input ({op} has {len(shapes)}).")
+    for index, (dims, shape) in enumerate(zip(strategy, shapes)):
+        if len(dims) != len(shape):
+            raise StrategyError("wrong_rank", f"{op}: The strategy is {text}, strategy len: {len(dims)} "
+                                f"is not equal to inputs len: {len(shape)}, index: {index}",
+                                f"give one split count per dimension of input {index} (shape {shape}).")
+        for value, size in zip(dims, shape):
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+                raise TypeError(f"{op}: strategy values must be int, got {value!r} in {text}")
+            if value < 1:
+                raise StrategyError("non_positive", f"{op}: The strategy is {text}, the value of strategy "
+                                    f"must be larger than 0, but get {value}",
+                                    "use 1 for 'do not split', 2, 4, ... otherwise.")
+            if size % value:
+                raise StrategyError("shape_not_divisible", f"{op}: The strategy is {text}, shape {size} "
+                                    f"cannot be divisible by strategy value {value}",
+                                    f"pick a split count that divides {size}, or resize that dimension.")
+            if not _is_power_of_2(value) and _is_power_of_2(device_num):
+                raise StrategyError("not_power_of_2", f"{op}: The strategy is {text}, the value of "
+                                    f"strategy must be the power of 2, but get {value}",
+                                    "use 1, 2, 4, 8, ... (other values are only allowed when the device "
+                                    "count itself is not a power of 2).")
+
+
+def _repeat(op: str, strategy: tuple, dev_matrix: tuple, device_num: int) -> int:
+    """operator_info.cc InferRepeatedCalcInfo: how many ranks compute each slice."""
+    used = math.prod(dev_matrix)
+    if device_num % used:
+        reason = "exceeds_device_num" if used > device_num else "device_num_not_divisible"
+        raise StrategyError(reason, f"{op}: The strategy is {strategy}, it requires {used} devices, but "
+                            f"the device number of this stage is {device_num}, it can not be divisible "
+                            f"by {used}", f"the device matrix {list(dev_matrix)} needs {used} devices; "
+                            f"choose splits whose device-matrix product divides {device_num}.")
+    return device_num // used
+
+
+def _check_device_num(device_num: int) -> None:
+    if not isinstance(device_num, int) or device_num < 1:
+        raise ValueError(f"device_num must be a positive int, got {device_num!r}")
+
+
+def _layout_dicts(strategy: tuple):
+    """The to_dict() of every Layout in `strategy`, or None if it is a plain tuple strategy."""
+    kinds = {hasattr(s, "to_dict") for s in strategy}
+    if kinds == {True}:
+        return [s.to_dict() for s in strategy]
+    if True in kinds:
+        raise TypeError("mix of Layout and tuple strategies: use one kind for all inputs")
+    return None
+
+
+def _check_layouts(op: str, dicts: list, shapes: tuple, device_num: int) -> tuple:
+    """Common Layout checks; returns the shared device matrix."""
+    dev_matrix = tuple(dicts[0]["device_matrix"])
+    for d in dicts:
+        if tuple(d["device_matrix"]) != dev_matrix:
+            raise StrategyError("layout_dev_matrix_differs", "The device_matrix of input0 "
+                                f"{list(dev_matrix)} dose not equal to device_matrix of input1 "
+                                f"{list(d['device_matrix'])}",
+                                "build every input's layout from the same Layout object.")
+        default_ranks = list(range(math.prod(dev_matrix)))
+        if d.get("interleaved_parallel") or list(d.get("rank_list", default_ranks)) != default_ranks:
+            raise StrategyError("not_modelled", f"{op}: interleaved_parallel / custom rank_list",
+                                "this calculator models plain layouts only.")
+    if math.prod(dev_matrix) != device_num:
+        raise StrategyError("layout_product", f"{op}: the product of dev matrix must be equal to the stage "
+                            f"divece size, but the dev matrix is {list(dev_matrix)}, but the stage device "
+                            f"size is {device_num}", f"make prod(device_matrix) == {device_num}; replicate "
+                            "with 'None' in the tensor map instead of a smaller matrix.")
+    for d, shape in zip(dicts, shapes):
+        tmap = d["tensor_map"]
+        if len(tmap) != len(shape):
+            raise StrategyError("wrong_rank", f"{op}: the size of input tensor map and input shape must be "
+                                f"equal, but the inputs tensor map is {tmap}", "one alias per dimension.")
+        for size, entry in zip(shape, tmap):
+            split = math.prod(dev_matrix[len(dev_matrix) - 1 - m] for m in _axes(entry))
+            if size % split:
+                raise StrategyError("shape_not_divisible", f"{op}: the shape is not divisible by layout, "
+                                    f"the input shape is {list(shape)}, the tensor map is {tmap}",
+                                    f"dimension {size} cannot be split {split} ways; resize it.")
+    return dev_matrix
+
+
+def _implied_strategy(tensors) -> tuple:
+    return tuple(t.splits for t in tensors)
+
+
+# ---------------------------------------------------------------- public entry points
+
+
+def matmul_layout(device_num: int, strategy: tuple, a_shape: tuple = (16, 16), b_shape: tuple = (16, 16),
+                  transpose_b: bool = False, dtype: str = "float32") -> LayoutResult:
+    """Plan of `ops.MatMul(transpose_b=...).shard(strategy)` on `device_num` devices.
+
+    `strategy` is ((a0, a1), (b0, b1)) or a pair of Layouts. A is [M, K]; B is [K, N], or [N, K] with
+    transpose_b (as nn.Dense stores its weight). Raises StrategyError where MindSpore would refuse.
+    """
+    _check_device_num(device_num)
+    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
+    k_b = b_shape[1] if transpose_b else b_shape[0]
+    if len(a_shape) != 2 or len(b_shape) != 2 or a_shape[1] != k_b:
+        raise ValueError(f"need 2-D A [M, K] and B {'[N, K]' if transpose_b else '[K, N]'}, "
+                         f"got {a_shape} and {b_shape}")
+    n_axis = 0 if transpose_b else 1
+    out_shape = (a_shape[0], b_shape[n_axis])
+    dicts = _layout_dicts(strategy)
+    if dicts is not None:
+        return _matmul_from_layouts(device_num, dicts, a_shape, b_shape, out_shape, transpose_b, dtype)
+
+    strategy = tuple(tuple(s) for s in strategy)
+    _check_values("MatMul", strategy, (a_shape, b_shape), device_num)
+    (a0, a1), (b0, b1) = strategy
+
+    if not transpose_b and strategy[0] == strategy[1] and a0 * a1 == device_num:  # CheckPCLMatMul
+        dev = (a0, a1)
+        tensors = (_tensor_layout("A", a_shape, dev, (1, 0)), _tensor_layout("B", b_shape, dev, (1, 0)),
+                   _tensor_layout("out", out_shape, dev, (1, 0)))
+        collectives = []
+        if a1 > 1:  # A's K is split along the a1 axis: gather it back (replace_graph: group of dim 1)
+            collectives.append(Collective("AllGather", "A", _groups_along(dev, (1,)), axis=1))
+        if a0 > 1:  # B's K is split along the a0 axis (replace_graph: group of dim 0)
+            collectives.append(Collective("AllGather", "B", _groups_along(dev, (0,)), axis=0))
+        return LayoutResult("MatMul", device_num, strategy, dev, ("a0", "a1"), 1, "pcl", False,
+                            tensors, tuple(collectives), dtype)
+
+    b_k = b1 if transpose_b else b0
+    if a1 != b_k:
+        which = "column" if transpose_b else "row"
+        example = ((a0, a1), (b0, a1)) if transpose_b else ((a0, a1), (a1, b1))
+        raise StrategyError("k_split_mismatch", f"MatMul: Invalid strategy for mat_a [{a0}, {a1}] and mat_b "
+                            f"[{b0}, {b1}]. The transpose_a is: 0, and transpose_b is {int(transpose_b)}, "
+                            f"the shard num of first input's column is {a1}, but the shard num of second "
+                            f"input's {which} is {b_k}",
+                            f"split K the same way in both inputs, e.g. {example}.")
+    b_n = b0 if transpose_b else b1
+    dev = (a0, a1, b_n)
+    repeat = _repeat("MatMul", strategy, dev, device_num)
+    shift = 1 if repeat > 1 else 0
+    names = ("a0", "a1=b1" if transpose_b else "a1=b0", "b0" if transpose_b else "b1")
+    if repeat > 1:
+        dev, names = dev + (repeat,), names + ("repeat",)
+    b_map = (0 + shift, 1 + shift) if transpose_b else (1 + shift, 0 + shift)
+    tensors = (_tensor_layout("A", a_shape, dev, (2 + shift, 1 + shift)),
+               _tensor_layout("B", b_shape, dev, b_map),
+               _tensor_layout("out", out_shape, dev, (2 + shift, 0 + shift)))
+    collectives = (Collective("AllReduce", "out", _groups_along(dev, (1,))),) if a1 > 1 else ()
+    return LayoutResult("MatMul", device_num, strategy, dev, names, repeat, "strategy", transpose_b,
+                        tensors, collectives, dtype)
+
+
+def _matmul_from_layouts(device_num, dicts, a_shape, b_shape, out_shape, transpose_b, dtype) -> LayoutResult:
+    if len(dicts) != 2:
+        raise StrategyError("wrong_input_count", f"MatMul: strategy size: {len(dicts)} is not equal to "
+                            "inputs size: 2", "give one Layout per input.")
+    dev = _check_layouts("MatMul", dicts, (a_shape, b_shape), device_num)
+    a_map, b_map = tuple(dicts[0]["tensor_map"]), tuple(dicts[1]["tensor_map"])
+    k_b, n_b = (1, 0) if transpose_b else (0, 1)
+    if a_map[1] != b_map[k_b]:
+        raise StrategyError("k_split_mismatch", "The shard size of reduce_dim is not equal for input0 and "
+                            f"input1 (A's K maps to {a_map[1]}, B's K to {b_map[k_b]})",
+                            "map K of both inputs to the same alias (or 'None' for both).")
+    shared = set(_axes(a_map[0])) & set(_axes(b_map[n_b]))
+    if shared:  # MindSpore's own check skips device axis 0 (`> 0`); this one refuses any shared axis
+        raise StrategyError("m_n_share_axis", f"The device_matrix {list(dev)} axis "
+                            f"{len(dev) - 1 - min(shared)} has been shard for more than once and not "
+                            "sharding the reduce_dim for matmul.",
+                            "use different aliases for M (A) and N (B).")
+    tensors = (_tensor_layout("A", a_shape, dev, a_map), _tensor_layout("B", b_shape, dev, b_map),
+               _tensor_layout("out", out_shape, dev, (a_map[0], b_map[n_b])))
+    k_positions = tuple(len(dev) - 1 - m for m in _axes(a_map[1]))
+    collectives = (Collective("AllReduce", "out", _groups_along(dev, k_positions)),) if k_positions else ()
+    names = tuple(dicts[0].get("alias_name") or (f"d{i}" for i in range(len(dev))))
+    return LayoutResult("MatMul", device_num, _implied_strategy(tensors[:2]), dev, names, 1, "layout",
+                        transpose_b, tensors, collectives, dtype)
+
+
+def elementwise_layout(device_num: int, strategy: tuple, shape: tuple = (16, 16), op: str = "Add",
+                       dtype: str = "float32") -> LayoutResult:
+    """Plan of an element-wise op (`((2, 4),)` for ReLU, `((2, 4), (2, 4))` for Add) or Layouts.
+
+    Inputs all have `shape` (broadcasting is not modelled). No collective is ever needed.
+    """
+    _check_device_num(device_num)
+    if not strategy:
+        raise StrategyError("wrong_input_count", f"{op}: the strategy is empty", "give one tuple per input.")
+    shape = tuple(shape)
+    shapes = (shape,) * len(strategy)
+    dicts = _layout_dicts(strategy)
+    if dicts is not None:
+        dev = _check_layouts(op, dicts, shapes, device_num)
+        tmap = tuple(dicts[0]["tensor_map"])
+        if any(tuple(d["tensor_map"]) != tmap for d in dicts):
+            raise StrategyError("elementwise_mismatch", f"{op}: invalid tensor map, the inputs_tensor_map is "
+                                f"{[d['tensor_map'] for d in dicts]}", "give every input the same layout.")
+        names = tuple(dicts[0].get("alias_name") or (f"d{i}" for i in range(len(dev))))
+        repeat, mode = 1, "layout"
+    else:
+        strategy = tuple(tuple(s) for s in strategy)
+        _check_values(op, strategy, shapes, device_num)
+        if any(s != strategy[0] for s in strategy):  # arithmetic_info.cc BaseCheckStrategy
+            raise StrategyError("elementwise_mismatch", f"{op} : Invalid strategy.",
+                                f"give every input the same strategy, e.g. {(strategy[0],) * len(strategy)}.")
+        dev, names = strategy[0], tuple(f"s{i}" for i in range(len(shape)))
+        repeat = _repeat(op, strategy, dev, device_num)
+        shift = 1 if repeat > 1 else 0
+        if repeat > 1:
+            dev, names = dev + (repeat,), names + ("repeat",)
+        tmap, mode = tuple(len(shape) - 1 - i + shift for i in range(len(shape))), "strategy"
+    names_in = ("x",) if len(strategy) == 1 else tuple(f"x{i}" for i in range(len(strategy)))
+    tensors = tuple(_tensor_layout(n, shape, dev, tmap) for n in names_in)
+    tensors += (_tensor_layout("out", shape, dev, tmap),)
+    return LayoutResult(op, device_num, _implied_strategy(tensors[:-1]), dev, names, repeat, mode, False,
+                        tensors, (), dtype)
+
+
+# ---------------------------------------------------------------- running a plan with numpy
+
+
+def partial_products(result: LayoutResult, A, B) -> list:
+    """Each rank's local MatMul result, before the output collective (input AllGathers are applied)."""
+    if result.op != "MatMul":
+        raise ValueError("partial_products needs a MatMul plan; use elementwise_local for element-wise ops")
+    A, B = np.asarray(A), np.asarray(B)
+    local = {}
+    for name, full in (("A", A), ("B", B)):
+        t = result.tensor(name)
+        if full.shape != t.shape:
+            raise ValueError(f"{name} has shape {full.shape}, the plan expects {t.shape}")
+        local[name] = [full[t.slice_of(r)] for r in range(result.device_num)]
+    for c in result.collectives:
+        if c.kind == "AllGather":  # concatenate the group's pieces in rank order
+            for group in c.groups:
+                gathered = np.concatenate([local[c.tensor][r] for r in group], axis=c.axis)
+                for r in group:
+                    local[c.tensor][r] = gathered
+    return [a @ (b.T if result.transpose_b else b) for a, b in zip(local["A"], local["B"])]
+
+
+def elementwise_local(result: LayoutResult, fn, *inputs) -> list:
+    """Each rank's local `fn(*slices)` for an element-wise plan."""
+    layouts = result.tensors[:-1]
+    return [fn(*(np.asarray(x)[t.slice_of(r)] for x, t in zip(inputs, layouts)))
+            for r in range(result.device_num)]
+
+
+def reassemble(result: LayoutResult, partials: list) -> np.ndarray:
+    """Apply the output AllReduce (sum within each group), then place every rank's block in the output.
+
+    Ranks holding the same block must agree; a gap or a disagreement raises ValueError.
+    """
+    values = list(partials)
+    for c in result.collectives:
+        if c.kind == "AllReduce":
+            for group in c.groups:
+                total = sum(values[r] for r in group)
+                for r in group:
+                    values[r] = total
+    out = result.tensor("out")
+    full = np.zeros(out.shape, dtype=np.result_type(*values))
+    written = np.zeros(out.shape, dtype=bool)
+    for rank, value in enumerate(values):
+        index = out.slice_of(rank)
+        if value.shape != out.local_shape:
+            raise ValueError(f"rank {rank} has a block of shape {value.shape}, expected {out.local_shape}")
+        if written[index].any() and not np.allclose(full[index], value):
+            raise ValueError(f"rank {rank} disagrees with another rank holding the same output block")
+        full[index], written[index] = value, True
+    if not written.all():
+        raise ValueError("some output blocks are held by no rank")
+    return full

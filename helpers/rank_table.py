@@ -1,0 +1,249 @@
+"""Load, validate and generate Ascend rank tables (v1.0). Introduced in notebook 01.
+
+A rank table tells HCCL which card on which server holds which rank:
+
+    {"version": "1.0", "server_count": "1", "status": "completed",
+     "server_list": [{"server_id": "10.0.0.1", "host_nic_ip": "reserve",
+                      "device": [{"device_id": "0", "device_ip": "192.0.2.1", "rank_id": "0"}, ...]}]}
+
+Every id is a string. Rank ids are 0..N-1, unique, and numbered in server order.
+
+    python -m helpers.rank_table validate FILE [--workers N]
+    python -m helpers.rank_table generate --devices 8 --server-ip IP [--device-ips IP ...] [-o FILE]
+    python -m helpers.rank_table local FILE [--server-id IP]     # "rank_id device_id" per local card
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import sys
+from pathlib import Path
+
+VERSION = "1.0"
+STATUS = "completed"
+MAX_DEVICES_PER_SERVER = 8  # device ids 0-7: one Ascend 910 node
+
+
+class RankTableError(ValueError):
+    """A rank table that HCCL would reject. The message lists every problem with its field and fix."""
+
+    def __init__(self, source: str, problems: list[str]):
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"invalid rank table {source}:\n{lines}")
+
+
+def _is_ip(value: object) -> bool:
+    try:
+        ipaddress.ip_address(value)  # type: ignore[arg-type]
+    except ValueError:
+        return False
+    return True
+
+
+def _check_string_id(problems: list[str], where: str, value: object, *, ip: bool = False) -> bool:
+    if not isinstance(value, str):
+        problems.append(f"{where} is {value!r} ({type(value).__name__}): ids are strings, write \"{value}\"")
+        return False
+    if ip and not _is_ip(value):
+        problems.append(f"{where} is {value!r}, not an IP address: write the card's or host's IPv4 address")
+        return False
+    if not ip and not value.isdigit():
+        problems.append(f"{where} is {value!r}: write a non-negative integer as a string, e.g. \"0\"")
+        return False
+    return True
+
+
+def find_problems(table: object, workers: int | None = None) -> list[str]:
+    """Every problem in `table` (parsed JSON), each naming its field and the fix. Empty when valid."""
+    if not isinstance(table, dict):
+        return ["the top level must be a JSON object with version, server_count, server_list, status"]
+    problems: list[str] = []
+    for key in ("version", "server_count", "server_list", "status"):
+        if key not in table:
+            problems.append(f"missing key '{key}' at the top level: add it (see rank_table_file.json)")
+    if "version" in table and table["version"] != VERSION:
+        problems.append(f"version is {table['version']!r}: this format is \"{VERSION}\"")
+    if "status" in table and table["status"] != STATUS:
+        problems.append(f"status is {table['status']!r}: a finished table says \"{STATUS}\"")
+    servers = table.get("server_list")
+    if "server_list" in table and (not isinstance(servers, list) or not servers):
+        problems.append("server_list must be a non-empty list of servers")
+        servers = None
+    if "server_count" in table and _check_string_id(problems, "server_count", table["server_count"]):
+        if servers is not None and int(table["server_count"]) != len(servers):
+            problems.append(f"server_count is \"{table['server_count']}\" but server_list has {len(servers)} "
+                            f"server(s): set server_count to \"{len(servers)}\"")
+    ranks_in_order: list[int] = []
+    seen_servers: set[str] = set()
+    for s, server in enumerate(servers or []):
+        where = f"server_list[{s}]"
+        if not isinstance(server, dict):
+            problems.append(f"{where} must be an object with server_id and device")
+            continue
+        for key in ("server_id", "device"):
+            if key not in server:
+                problems.append(f"missing key '{key}' in {where}: add it")
+        if "server_id" in server and _check_string_id(problems, f"{where}.server_id", server["server_id"], ip=True):
+            if server["server_id"] in seen_servers:
+                problems.append(f"{where}.server_id {server['server_id']} appears twice: one entry per server")
+            seen_servers.add(server["server_id"])
+        devices = server.get("device")
+        if "device" in server and (not isinstance(devices, list) or not devices):
+            problems.append(f"{where}.device must be a non-empty list of cards")
+            continue
+        if len(devices or []) > MAX_DEVICES_PER_SERVER:
+            problems.append(f"{where} lists {len(devices)} cards: a node has at most {MAX_DEVICES_PER_SERVER}")
+        seen_devices: set[int] = set()
+        for d, device in enumerate(devices or []):
+            dwhere = f"{where}.device[{d}]"
+            if not isinstance(device, dict):
+                problems.append(f"{dwhere} must be an object with device_id, device_ip, rank_id")
+                continue
+            missing = [k for k in ("device_id", "device_ip", "rank_id") if k not in device]
+            for key in missing:
+                problems.append(f"missing key '{key}' in {dwhere}: add it")
+            if "device_id" in device and _check_string_id(problems, f"{dwhere}.device_id", device["device_id"]):
+                device_id = int(device["device_id"])
+                if device_id >= MAX_DEVICES_PER_SERVER:
+                    problems.append(f"{dwhere}.device_id is \"{device_id}\": card ids on a node are 0-7")
+                elif device_id in seen_devices:
+                    problems.append(f"{dwhere}.device_id \"{device_id}\" is used twice on {where}: "
+                                    "each card appears once per server")
+                seen_devices.add(device_id)
+            if "device_ip" in device:
+                _check_string_id(problems, f"{dwhere}.device_ip", device["device_ip"], ip=True)
+            if "rank_id" in device and _check_string_id(problems, f"{dwhere}.rank_id", device["rank_id"]):
+                ranks_in_order.append(int(device["rank_id"]))
+    if ranks_in_order:
+        duplicates = sorted({r for r in ranks_in_order if ranks_in_order.count(r) > 1})
+        if duplicates:
+            problems.append(f"rank_id(s) {duplicates} appear more than once: every card needs its own rank id")
+        elif sorted(ranks_in_order) != list(range(len(ranks_in_order))):
+            problems.append(f"rank ids {sorted(ranks_in_order)} are not contiguous: number the cards "
+                            f"0..{len(ranks_in_order) - 1}")
+        elif ranks_in_order != sorted(ranks_in_order):
+            problems.append("rank ids do not follow server order: the first server holds the lowest ranks, "
+                            "then the next server, and so on")
+    if workers is not None and not problems and workers != len(ranks_in_order):
+        problems.append(f"the table has {len(ranks_in_order)} ranks but the job asks for {workers} workers: "
+                        f"use --workers {len(ranks_in_order)} or a table with {workers} cards")
+    return problems
+
+
+def load(path: str | Path, workers: int | None = None) -> dict:
+    """Read and validate a rank table; raise RankTableError naming every problem."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RankTableError(str(path), [f"cannot read the file ({exc.strerror}): check the path"]) from None
+    try:
+        table = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RankTableError(str(path), [f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]) \
+            from None
+    problems = find_problems(table, workers)
+    if problems:
+        raise RankTableError(str(path), problems)
+    return table
+
+
+def rank_count(table: dict) -> int:
+    return sum(len(server["device"]) for server in table["server_list"])
+
+
+def local_ranks(table: dict, server_id: str | None = None) -> list[tuple[int, int]]:
+    """(rank_id, device_id) for the cards of one server: `server_id`, or the only server in the table."""
+    servers = table["server_list"]
+    if server_id is None:
+        if len(servers) != 1:
+            ids = [s["server_id"] for s in servers]
+            raise RankTableError("(local ranks)", [f"the table has {len(servers)} servers {ids}: "
+                                                   "say which one this is with --server-id"])
+        server = servers[0]
+    else:
+        matches = [s for s in servers if s["server_id"] == server_id]
+        if not matches:
+            raise RankTableError("(local ranks)", [f"server_id {server_id} is not in the table"])
+        server = matches[0]
+    return [(int(d["rank_id"]), int(d["device_id"])) for d in server["device"]]
+
+
+def generate(devices: int, server_ip: str, device_ips: list[str] | None = None, first_rank: int = 0) -> dict:
+    """A valid single-server table with `devices` cards (device ids 0..devices-1).
+
+    With `first_rank` > 0 it is one server's part of a multi-server table, to be merged.
+    """
+    if not 1 <= devices <= MAX_DEVICES_PER_SERVER:
+        raise ValueError(f"--devices must be 1-{MAX_DEVICES_PER_SERVER}, got {devices}")
+    if device_ips is None:
+        # 198.51.100.0/24 is a documentation range (RFC 5737): clearly illustrative, never routed.
+        device_ips = [f"198.51.100.{i + 1}" for i in range(devices)]
+    if len(device_ips) != devices:
+        raise ValueError(f"got {len(device_ips)} --device-ips for {devices} devices: give one per card")
+    table = {
+        "version": VERSION,
+        "server_count": "1",
+        "server_list": [{
+            "server_id": server_ip,
+            "host_nic_ip": "reserve",
+            "device": [{"device_id": str(i), "device_ip": ip, "rank_id": str(first_rank + i)}
+                       for i, ip in enumerate(device_ips)],
+        }],
+        "status": STATUS,
+    }
+    problems = find_problems(table) if first_rank == 0 else []
+    if problems:
+        raise RankTableError("(generated)", problems)
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.rank_table", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    validate = sub.add_parser("validate", help="check a rank table; exit 1 naming every problem")
+    validate.add_argument("file")
+    validate.add_argument("--workers", type=int, help="also check the table has this many ranks")
+    gen = sub.add_parser("generate", help="write a valid single-server table")
+    gen.add_argument("--devices", type=int, default=8)
+    gen.add_argument("--server-ip", required=True)
+    gen.add_argument("--device-ips", nargs="+")
+    gen.add_argument("-o", "--output", help="file to write (default: print)")
+    local = sub.add_parser("local", help="print 'rank_id device_id' for this server's cards")
+    local.add_argument("file")
+    local.add_argument("--server-id")
+    local.add_argument("--workers", type=int)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "validate":
+            table = load(args.file, args.workers)
+            print(f"{args.file}: valid rank table, {len(table['server_list'])} server(s), "
+                  f"{rank_count(table)} ranks")
+        elif args.command == "generate":
+            text = json.dumps(generate(args.devices, args.server_ip, args.device_ips), indent=4) + "\n"
+            if args.output:
+                Path(args.output).write_text(text, encoding="utf-8")
+                print(f"wrote {args.output}")
+            else:
+                print(text, end="")
+        else:
+            table = load(args.file)
+            ranks = local_ranks(table, args.server_id)
+            if args.workers is not None and args.workers != len(ranks):
+                raise RankTableError(args.file, [
+                    f"this server has {len(ranks)} cards in the table but the job asks for {args.workers} "
+                    f"workers: use --workers {len(ranks)}"])
+            for rank_id, device_id in ranks:
+                print(rank_id, device_id, rank_count(table))
+    except (RankTableError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

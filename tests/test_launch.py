@@ -1,0 +1,149 @@
+"""helpers/launch.sh and helpers.launch(): arguments, dry runs, a real job and a failing one."""
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import launch
+from helpers.launcher import LAUNCH_SH, PROJECT_ROOT
+
+ENV = {**os.environ, "TUTORIAL_PYTHON": sys.executable, "TUTORIAL_DEVICE": "CPU"}
+
+
+def run_sh(*args, timeout=60):
+    return subprocess.run(["bash", str(LAUNCH_SH), *args], capture_output=True, text=True, env=ENV,
+                          cwd=PROJECT_ROOT, timeout=timeout)
+
+
+def job_processes(job_marker: str) -> list[int]:
+    """Pids of live processes whose command line mentions `job_marker`."""
+    pids = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if job_marker in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
+
+
+def test_help_documents_every_option():
+    out = run_sh("--help").stdout
+    for option in ("--workers", "--device", "--startup", "--rank-table", "--log-dir", "--port", "--timeout",
+                   "--dry-run", "SCRIPT"):
+        assert option in out
+
+
+def test_ranktable_dry_run_prints_each_rank_environment(tmp_path):
+    result = run_sh("--dry-run", "--startup", "ranktable", "--rank-table", "rank_table_file.json",
+                    "--log-dir", str(tmp_path / "rt"))
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stdout.splitlines() if line.startswith("rank ")]
+    assert len(lines) == 8
+    table = str(PROJECT_ROOT / "rank_table_file.json")
+    for k, line in enumerate(lines):
+        assert f"RANK_TABLE_FILE={table}" in line
+        assert f"RANK_ID={k} DEVICE_ID={k} RANK_SIZE=8" in line
+        assert f"rank_{k}/worker_{k}.log" in line
+        assert "python -m helpers.train" in line
+    assert not (tmp_path / "rt").exists(), "a dry run must not create anything"
+
+
+def test_msrun_dry_run_shows_bounded_timeout_and_workers(tmp_path):
+    result = run_sh("--dry-run", "--workers", "3", "--timeout", "45", "--log-dir", str(tmp_path / "d"),
+                    "--", "--epochs", "1")
+    assert result.returncode == 0, result.stderr
+    assert "--worker_num=3" in result.stdout and "--cluster_time_out=45" in result.stdout
+    assert "--join=True" in result.stdout and "python -m helpers.train --epochs 1" in result.stdout
+    assert sum(line.startswith("rank ") for line in result.stdout.splitlines()) == 3
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--workers", "0"], "--workers must be a positive integer"),
+    (["--workers", "two"], "--workers must be a positive integer"),
+    (["--device", "GPU"], "unknown device 'GPU'"),
+    (["--startup", "mpirun"], "unknown --startup 'mpirun'"),
+    (["--timeout", "0"], "--timeout must be a positive number"),
+    (["--bogus"], "unknown option '--bogus'"),
+    (["--workers"], "--workers needs a value"),
+    (["no_such_script.py"], "SCRIPT 'no_such_script.py' not found"),
+    (["--startup", "ranktable"], "needs --rank-table FILE"),
+    (["--startup", "ranktable", "--rank-table", "rank_table_file.json", "--workers", "2"],
+     "this server has 8 cards in the table but the job asks for 2 workers"),
+    (["--startup", "ranktable", "--rank-table", "rank_table_file.json"], "rank-table startup needs Ascend"),
+])
+def test_bad_input_is_named_before_anything_starts(args, message, tmp_path):
+    result = run_sh(*args, "--log-dir", str(tmp_path / "bad"))
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+def test_busy_port_is_named(tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        result = run_sh("--port", str(port), "--log-dir", str(tmp_path / "p"))
+    assert result.returncode == 2
+    assert f"port {port} is already in use" in result.stdout + result.stderr
+
+
+def test_malformed_rank_table_is_named(tmp_path):
+    table = tmp_path / "t.json"
+    table.write_text('{"version": "1.0", "server_count": "1", "status": "completed", "server_list": '
+                     '[{"server_id": "192.0.2.1", "device": [{"device_id": "0", "device_ip": "x", "rank_id": 0}]}]}')
+    result = run_sh("--dry-run", "--startup", "ranktable", "--rank-table", str(table))
+    assert result.returncode == 2
+    assert "device_ip is 'x', not an IP address" in result.stderr
+    assert "rank_id is 0 (int): ids are strings" in result.stderr
+
+
+def test_existing_run_folder_is_never_overwritten(tmp_path):
+    used = tmp_path / "run"
+    used.mkdir()
+    (used / "worker_0.log").write_text("an earlier run\n")
+    result = run_sh("--dry-run", "--log-dir", str(used))
+    assert result.returncode == 0
+    assert f"writing to {used}-2 instead" in result.stderr
+    assert (used / "worker_0.log").read_text() == "an earlier run\n"
+
+
+def test_real_two_rank_data_parallel_job():
+    result = launch("--epochs", "2", "--samples", "512", "--log-every", "4", workers=2, name="test-launch",
+                    quiet=True)
+    assert result.ok, result.output
+    assert result.ranks == [0, 1]
+    finals = [result.final(rank) for rank in result.ranks]
+    assert {f["world"] for f in finals} == {2}
+    assert finals[0]["weights_sha"] == finals[1]["weights_sha"], "data parallel ranks must end identical"
+    for rank in result.ranks:
+        losses = result.losses(rank)
+        assert len(losses) == 2 * 512 // 2 // 32
+        assert losses[-1] < losses[0]
+    assert "[rank 0] epoch 1 step 4 loss" in result.output, "rank 0's progress is streamed"
+    assert "[rank 1]" not in result.output.replace("[rank 1] done", ""), "only rank 0 logs progress"
+    assert "done: eval accuracy" in result.log_tail
+
+
+def test_a_failing_rank_is_named_and_nothing_is_left_running(tmp_path):
+    script = tmp_path / "fail_rank1.py"
+    script.write_text(
+        "import os\n"
+        "if os.environ.get('MS_ROLE') == 'MS_WORKER' and os.environ.get('RANK_ID') == '1':\n"
+        "    raise RuntimeError('injected failure on rank 1')\n"
+        "import mindspore as ms\n"
+        "from mindspore.communication import init\n"
+        "ms.set_device('CPU')\n"
+        "init()\n")
+    result = launch(script=str(script), workers=2, name="test-fail", quiet=True)
+    assert result.returncode != 0
+    assert result.failed_ranks() == {1: "raised an error"}
+    assert "rank 1 raised an error" in result.output
+    assert "RuntimeError: injected failure on rank 1" in result.output
+    with pytest.raises(RuntimeError, match="injected failure on rank 1"):
+        result.check()
+    assert job_processes(str(script)) == []

@@ -1,0 +1,115 @@
+"""The rank-table validator names every malformed case (issue: the spine, item 7)."""
+
+import copy
+import json
+
+import pytest
+
+from helpers import rank_table
+from helpers.rank_table import RankTableError, find_problems, generate, load, local_ranks
+
+VALID = generate(8, "192.0.2.10")
+
+
+def problems_after(edit):
+    table = copy.deepcopy(VALID)
+    edit(table)
+    return "\n".join(find_problems(table))
+
+
+def test_committed_table_is_valid():
+    table = load("rank_table_file.json", workers=8)
+    assert rank_table.rank_count(table) == 8
+    assert local_ranks(table) == [(i, i) for i in range(8)]
+
+
+def test_generated_table_is_valid_for_any_size():
+    for devices in range(1, 9):
+        assert find_problems(generate(devices, "192.0.2.10"), workers=devices) == []
+
+
+def dev(table, i):
+    return table["server_list"][0]["device"][i]
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda t: t.pop("version"), "missing key 'version'"),
+    (lambda t: t.pop("status"), "missing key 'status'"),
+    (lambda t: t.pop("server_count"), "missing key 'server_count'"),
+    (lambda t: t.pop("server_list"), "missing key 'server_list'"),
+    (lambda t: t["server_list"][0].pop("server_id"), "missing key 'server_id' in server_list[0]"),
+    (lambda t: t["server_list"][0].pop("device"), "missing key 'device' in server_list[0]"),
+    (lambda t: dev(t, 2).pop("device_ip"), "missing key 'device_ip' in server_list[0].device[2]"),
+    (lambda t: dev(t, 2).pop("rank_id"), "missing key 'rank_id' in server_list[0].device[2]"),
+    (lambda t: dev(t, 2).pop("device_id"), "missing key 'device_id' in server_list[0].device[2]"),
+    (lambda t: t.update(version="2.0"), "version is '2.0'"),
+    (lambda t: t.update(status="pending"), "status is 'pending'"),
+    (lambda t: t.update(server_count=1), "server_count is 1 (int): ids are strings"),
+    (lambda t: dev(t, 3).update(rank_id=3), "server_list[0].device[3].rank_id is 3 (int): ids are strings"),
+    (lambda t: dev(t, 3).update(device_id=3), "device[3].device_id is 3 (int): ids are strings"),
+    (lambda t: dev(t, 3).update(rank_id="2"), "rank_id(s) [2] appear more than once"),
+    (lambda t: dev(t, 7).update(rank_id="9"), "are not contiguous"),
+    (lambda t: dev(t, 3).update(rank_id="x"), "rank_id is 'x'"),
+    (lambda t: dev(t, 4).update(device_id="8"), "device_id is \"8\": card ids on a node are 0-7"),
+    (lambda t: dev(t, 4).update(device_id="1"), "device_id \"1\" is used twice"),
+    (lambda t: dev(t, 5).update(device_ip="192.168.1"), "device_ip is '192.168.1', not an IP address"),
+    (lambda t: t["server_list"][0].update(server_id="node-a"), "server_id is 'node-a', not an IP address"),
+    (lambda t: t.update(server_count="2"), "server_count is \"2\" but server_list has 1 server"),
+    (lambda t: t.update(server_list=[]), "server_list must be a non-empty list"),
+    (lambda t: t["server_list"][0]["device"].append(dict(dev(t, 0), rank_id="8", device_id="0")),
+     "lists 9 cards"),
+])
+def test_each_malformed_table_is_named(edit, expected):
+    assert expected in problems_after(edit)
+
+
+def test_rank_order_must_follow_servers():
+    table = copy.deepcopy(VALID)
+    second = generate(8, "192.0.2.11", first_rank=0)["server_list"][0]
+    for d in table["server_list"][0]["device"]:
+        d["rank_id"] = str(int(d["rank_id"]) + 8)
+    table["server_list"].append(second)
+    table["server_count"] = "2"
+    assert "do not follow server order" in "\n".join(find_problems(table))
+
+
+def test_worker_count_must_match():
+    assert "has 8 ranks but the job asks for 2 workers" in "\n".join(find_problems(VALID, workers=2))
+
+
+def test_bad_json_names_the_line(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text('{"version": "1.0",\n "status": }')
+    with pytest.raises(RankTableError, match="not valid JSON at line 2"):
+        load(path)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(RankTableError, match="cannot read the file"):
+        load(tmp_path / "nope.json")
+
+
+def test_cli_validate_exit_codes(tmp_path, capsys):
+    assert rank_table.main(["validate", "rank_table_file.json", "--workers", "8"]) == 0
+    bad = copy.deepcopy(VALID)
+    dev(bad, 0)["rank_id"] = 0
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bad))
+    assert rank_table.main(["validate", str(path)]) == 1
+    assert "rank_id is 0 (int)" in capsys.readouterr().err
+
+
+def test_cli_generate_round_trip(tmp_path):
+    out = tmp_path / "rt.json"
+    assert rank_table.main(["generate", "--devices", "4", "--server-ip", "192.0.2.20", "-o", str(out)]) == 0
+    assert local_ranks(load(out, workers=4)) == [(0, 0), (1, 1), (2, 2), (3, 3)]
+
+
+def test_multi_server_local_ranks_need_server_id():
+    first = generate(2, "192.0.2.10")
+    second = generate(2, "192.0.2.11", first_rank=2)
+    table = dict(first, server_count="2", server_list=first["server_list"] + second["server_list"])
+    assert find_problems(table) == []
+    assert local_ranks(table, "192.0.2.11") == [(2, 0), (3, 1)]
+    with pytest.raises(RankTableError, match="--server-id"):
+        local_ranks(table)
