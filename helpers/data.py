@@ -14,16 +14,17 @@ CLASSES = 10    # and its number of classes
 TEACHER_SEED = 1234
 
 
-def make_arrays(samples: int, seed: int = 0, features: int = FEATURES, classes: int = CLASSES):
-    """(data float32 [samples, features], label int32 [samples]) with learnable labels.
+def make_arrays(samples: int, seed: int = 0, shape: tuple[int, ...] = (FEATURES,), classes: int = CLASSES):
+    """(data float32 [samples, *shape], label int32 [samples]) with learnable labels.
 
     The same `seed` gives the same arrays on every rank: sharding, not the generator, decides who
     sees which sample.
     """
     rng = np.random.default_rng(seed)
-    data = rng.standard_normal((samples, features)).astype(np.float32)
+    data = rng.standard_normal((samples, *shape)).astype(np.float32)
+    features = int(np.prod(shape))
     teacher = np.random.default_rng(TEACHER_SEED).standard_normal((features, classes)).astype(np.float32)
-    label = np.argmax(data @ teacher, axis=1).astype(np.int32)
+    label = np.argmax(data.reshape(samples, features) @ teacher, axis=1).astype(np.int32)
     return data, label
 
 

@@ -89,6 +89,12 @@ WORKERS="${WORKERS_ARG:-${WORKERS}}"
 [[ "$WORKERS" =~ ^[0-9]+$ && "$WORKERS" -ge 1 ]] || die "--workers must be a positive integer, got '$WORKERS'"
 [[ "$TIMEOUT" =~ ^[0-9]+$ && "$TIMEOUT" -ge 1 ]] || die "--timeout must be a positive number of seconds, got '$TIMEOUT'"
 case "$STARTUP" in msrun|ranktable) ;; *) die "unknown --startup '$STARTUP': use msrun or ranktable" ;; esac
+# The training entry point checks its own arguments for this device first: a bad option (or a
+# parallel mode this device cannot run) fails now, in a second, not after the cluster has formed.
+if [[ "${SCRIPT_CMD[*]:0:3}" == "python -m helpers.train" ]]; then
+    TUTORIAL_DEVICE="$DEVICE" "$PYTHON" -m helpers.train --check "${SCRIPT_CMD[@]:3}" \
+        || die "helpers.train refused its arguments (see above); nothing was started"
+fi
 if [[ "$DEVICE" == Ascend && "$STARTUP" == msrun ]]; then
     CARDS=$(ls /dev/davinci[0-9]* 2>/dev/null | wc -l)
     [[ "$CARDS" -eq 0 || "$WORKERS" -le "$CARDS" ]] || die "--workers $WORKERS but this node has $CARDS Ascend cards"

@@ -36,4 +36,22 @@ class MLP(nn.Cell):
         return self.fc2(self.relu(self.fc1(x)))
 
 
-NETWORKS = {"simple": SimpleNet, "mlp": MLP}
+class SmallConvNet(nn.Cell):
+    """Compute-heavy, parameter-light: two 3x3 convolutions on 3x32x32 inputs (~10 k parameters).
+
+    Lots of arithmetic per sample, little to AllReduce: the network that scales best across ranks.
+    """
+
+    def __init__(self, channels: int = 32, classes: int = 10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, channels, 3, pad_mode="same")
+        self.conv2 = nn.Conv2d(channels, channels, 3, pad_mode="same")
+        self.relu = nn.ReLU()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.flatten = nn.Flatten()
+        self.fc = nn.Dense(channels, classes)
+
+    def construct(self, x):
+        x = self.relu(self.conv1(x))
+        x = self.relu(self.conv2(x))
+        return self.fc(self.flatten(self.pool(x)))
