@@ -5,6 +5,7 @@ Layout of a run folder (both startups):
     RUN/worker_<k>.log         rank k's log under msrun (RUN/scheduler.log: the scheduler's)
     RUN/rank_<k>/worker_<k>.log  rank k's log under rank-table startup
     RUN/rank_<k>/metrics.jsonl rank k's metrics (helpers.train)
+    RUN/ranks.pid              "pid rank" of every worker, written by the launcher
 
     python -m helpers.joblog RUN      # print the failed rank(s) and their log tails
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 _NOISE = re.compile(r"^\[(INFO|WARNING|DEBUG)\] ")
 _FAILURE = re.compile(r"Traceback \(most recent call last\)|^\[(ERROR|CRITICAL)\]|^\w*(Error|Exception): ")
 _MSRUN_EXIT = re.compile(r"Worker process (\d+) exit with exception\. Error code: (-?\d+)")
+_LAUNCHER_EXIT = re.compile(r"launch\.sh: rank (\d+) exited with code (-?\d+)")
 
 
 def rank_logs(run_dir: str | Path) -> dict[int, Path]:
@@ -42,28 +44,33 @@ def tail(path: str | Path, lines: int = 20, quiet: bool = True) -> str:
     return "\n".join(text[-lines:])
 
 
-def _pid_of_log(path: Path) -> set[int]:
-    """Process ids that wrote MindSpore log lines (`ME(<pid>,` / `DISTRIBUTED(<pid>,`) into this log."""
-    text = path.read_text(encoding="utf-8", errors="replace")
-    return {int(pid) for pid in re.findall(r"^\[[A-Z]+\] [A-Z_]+\((\d+)[,:]", text, flags=re.M)}
+def _rank_of_pid(run_dir: Path) -> dict[int, int]:
+    """{pid: rank} from RUN/ranks.pid, which the launcher writes as the workers start."""
+    path = run_dir / "ranks.pid"
+    if not path.exists():
+        return {}
+    pairs = (line.split() for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    return {int(pid): int(rank) for pid, rank in pairs}
 
 
 def failed_ranks(run_dir: str | Path) -> dict[int, str]:
-    """{rank: reason} for ranks that raised, or that msrun reported dead by exit code (e.g. killed)."""
+    """{rank: reason} for ranks that raised, or that exited with an error code (e.g. killed by a signal)."""
     run_dir = Path(run_dir)
-    logs = rank_logs(run_dir)
     failed = {}
-    for rank, path in logs.items():
+    for rank, path in rank_logs(run_dir).items():
         text = path.read_text(encoding="utf-8", errors="replace")
         if any(_FAILURE.search(line) for line in text.splitlines()):
             failed[rank] = "raised an error"
     launcher_log = run_dir / "launcher.log"
-    if launcher_log.exists():
-        for pid, code in _MSRUN_EXIT.findall(launcher_log.read_text(encoding="utf-8", errors="replace")):
-            for rank, path in logs.items():
-                if int(pid) in _pid_of_log(path) and rank not in failed:
-                    signal = f" (signal {-int(code)})" if int(code) < 0 else ""
-                    failed[rank] = f"exited with code {code}{signal}"
+    text = launcher_log.read_text(encoding="utf-8", errors="replace") if launcher_log.exists() else ""
+    exits = [(_rank_of_pid(run_dir).get(int(pid)), int(code)) for pid, code in _MSRUN_EXIT.findall(text)]
+    exits += [(int(rank), int(code)) for rank, code in _LAUNCHER_EXIT.findall(text)]
+    for rank, code in exits:
+        if rank is not None and rank not in failed:
+            # msrun reports a signal as a negative code, bash as 128 + signal
+            signum = -code if code < 0 else code - 128 if code > 128 else 0
+            signal = f" (killed by signal {signum})" if signum else ""
+            failed[rank] = f"exited with code {code}{signal}"
     return dict(sorted(failed.items()))
 
 
@@ -71,8 +78,9 @@ def failure_report(run_dir: str | Path, lines: int = 20) -> str:
     """A short text naming each failed rank with the tail of its log."""
     failed = failed_ranks(run_dir)
     logs = rank_logs(run_dir)
-    if not failed:
-        return f"no rank log shows an error; see the logs in {run_dir}"
+    if not failed:  # e.g. a hung job: show where every rank stopped
+        return "\n\n".join([f"no rank log shows an error; the last lines of each rank's log (all in {run_dir}):"]
+                           + [f"rank {rank} ({path}):\n{tail(path, 8)}" for rank, path in logs.items()])
     parts = []
     for rank, reason in failed.items():
         parts.append(f"rank {rank} {reason}; last lines of {logs[rank]}:\n{tail(logs[rank], lines)}")

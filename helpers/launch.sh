@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The series' bundled launcher (introduced in notebook 01). Run `bash helpers/launch.sh --help`.
 set -uo pipefail
+# The whole script is one { ... } block: bash reads it completely before running any of it, so
+# editing or updating this file never disturbs a job that is already running.
+{
 
 usage() {
     cat <<'EOF'
@@ -23,6 +26,8 @@ Options:
                       A folder that already holds a run is never overwritten: DIR-2, DIR-3... is used.
   --port P            scheduler port on 127.0.0.1 (default: a free one); a busy port is an error
   --timeout S         seconds the cluster may take to form, msrun's --cluster_time_out (default 60)
+  --hang-timeout S    stop the job when no rank wrote anything (log, metrics) for S seconds
+                      (default 300; 0 = never). Graph compilation on Ascend can be silent for minutes.
   --dry-run           print each rank's environment and command, start nothing, exit 0
   -h, --help          this text
 
@@ -52,6 +57,7 @@ export PATH="$(dirname "$PYTHON"):$PATH"
 export PYTHONPATH="$PROJECT${PYTHONPATH:+:$PYTHONPATH}"
 
 WORKERS_ARG="" DEVICE="" STARTUP="msrun" RANK_TABLE="" SERVER_ID="" LOG_DIR="" PORT="" TIMEOUT=60 DRY_RUN=0
+HANG_TIMEOUT=300
 need_value() { [[ $# -ge 2 && -n "$2" && "$2" != --* ]] || die "$1 needs a value (see --help)"; }
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -63,6 +69,7 @@ while [[ $# -gt 0 ]]; do
         --log-dir) need_value "$@"; LOG_DIR="$2"; shift 2 ;;
         --port) need_value "$@"; PORT="$2"; shift 2 ;;
         --timeout) need_value "$@"; TIMEOUT="$2"; shift 2 ;;
+        --hang-timeout) need_value "$@"; HANG_TIMEOUT="$2"; shift 2 ;;
         --dry-run) DRY_RUN=1; shift ;;
         -h|--help) usage; exit 0 ;;
         --) shift; break ;;
@@ -88,6 +95,7 @@ eval "$DEFAULTS"   # sets DEVICE and WORKERS (the default count)
 WORKERS="${WORKERS_ARG:-${WORKERS}}"
 [[ "$WORKERS" =~ ^[0-9]+$ && "$WORKERS" -ge 1 ]] || die "--workers must be a positive integer, got '$WORKERS'"
 [[ "$TIMEOUT" =~ ^[0-9]+$ && "$TIMEOUT" -ge 1 ]] || die "--timeout must be a positive number of seconds, got '$TIMEOUT'"
+[[ "$HANG_TIMEOUT" =~ ^[0-9]+$ ]] || die "--hang-timeout must be a number of seconds (0 = off), got '$HANG_TIMEOUT'"
 case "$STARTUP" in msrun|ranktable) ;; *) die "unknown --startup '$STARTUP': use msrun or ranktable" ;; esac
 # The training entry point checks its own arguments for this device first: a bad option (or a
 # parallel mode this device cannot run) fails now, in a second, not after the cluster has formed.
@@ -135,6 +143,37 @@ stop_job() {  # TERM, a short grace, then KILL whatever of the job is left
     pids="$(job_pids)"; [[ -n "$pids" ]] && kill -KILL $pids 2>/dev/null
     return 0
 }
+PID_MAP="$LOG_DIR/ranks.pid"   # "pid rank" per worker, so a killed worker can be named
+note_worker_pids() {  # msrun starts the workers: find them by the job id, read their RANK_ID
+    [[ -f "$PID_MAP" && $(wc -l < "$PID_MAP") -ge $WORKERS ]] && return 0
+    local pid env rank
+    for pid in $(job_pids); do
+        grep -q "^$pid " "$PID_MAP" 2>/dev/null && continue
+        env="$(tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null)" || continue
+        grep -qx "MS_ROLE=MS_WORKER" <<< "$env" || continue
+        rank="$(grep -m1 '^RANK_ID=' <<< "$env")"
+        [[ -n "$rank" ]] && echo "$pid ${rank#RANK_ID=}" >> "$PID_MAP"
+    done
+    return 0
+}
+job_is_hung() {  # true when no rank wrote anything for HANG_TIMEOUT seconds
+    (( HANG_TIMEOUT > 0 )) || return 1
+    # The clock starts once every rank has written its first line: until then the workers are
+    # still starting (importing MindSpore can take a while on a loaded machine), and a worker
+    # that never joins is caught by the cluster timeout (--timeout) instead.
+    (( $(find "$LOG_DIR" -name 'worker_*.log' -size +0 2>/dev/null | wc -l) >= WORKERS )) || return 1
+    local newest
+    # Only what the ranks write counts: the scheduler logs a heartbeat every 5 s even when all are stuck.
+    newest="$(find "$LOG_DIR" -type f \( -name 'worker_*.log' -o -path '*/rank_*/*' \) -printf '%T@\n' 2>/dev/null \
+              | sort -n | tail -n 1)"
+    [[ -n "$newest" ]] || return 1
+    if (( $(date +%s) - ${newest%.*} >= HANG_TIMEOUT )); then
+        echo "launch.sh: no rank wrote anything for $HANG_TIMEOUT s: the job looks hung; stopping it" \
+            | tee -a "$LOG_DIR/launcher.log" >&2
+        return 0
+    fi
+    return 1
+}
 report_failure() {
     echo "launch.sh: the job failed (exit code $1). Logs: $LOG_DIR" >&2
     "$PYTHON" -m helpers.joblog "$LOG_DIR" >&2
@@ -166,19 +205,22 @@ run_msrun() {
     echo "launch.sh: $WORKERS ranks on $DEVICE via msrun (port $PORT), logs in $LOG_DIR"
     trap on_interrupt INT TERM
     "${cmd[@]}" > >(tee -a "$LOG_DIR/launcher.log") 2>&1 &
-    local msrun_pid=$! failed_at=""
+    local msrun_pid=$! failed_at="" hung=0
     # msrun kills the other workers when one fails, then waits for the scheduler, which can wait
     # out the whole cluster timeout. Once a failure is seen, give it 5 s, then stop the rest.
     while kill -0 "$msrun_pid" 2>/dev/null; do
         sleep 1
+        note_worker_pids
         if [[ -z "$failed_at" ]] && grep -q "exit with exception" "$LOG_DIR/launcher.log" 2>/dev/null; then
             failed_at=$SECONDS
         fi
         if [[ -n "$failed_at" ]] && (( SECONDS - failed_at >= 5 )); then
             kill -TERM $(job_pids | grep -vx "$msrun_pid") 2>/dev/null
         fi
+        if job_is_hung; then hung=1; stop_job; break; fi
     done
     wait "$msrun_pid"; local rc=$?
+    (( hung )) && rc=124
     trap - INT TERM
     stop_job
     if [[ $rc -ne 0 ]]; then report_failure "$rc"; fi
@@ -197,7 +239,7 @@ run_ranktable() {
     if [[ "$DEVICE" != Ascend && $DRY_RUN -eq 0 ]]; then
         die "rank-table startup needs Ascend cards and HCCL; on $DEVICE use --startup msrun (or add --dry-run)"
     fi
-    local rank device size pids=() dirs=()
+    local rank device size pids=() ranks_of=()
     while read -r rank device size; do
         local dir="$LOG_DIR/rank_$rank"
         local envs=(RANK_TABLE_FILE="$RANK_TABLE" RANK_ID="$rank" DEVICE_ID="$device" RANK_SIZE="$size")
@@ -207,19 +249,26 @@ run_ranktable() {
         fi
         mkdir -p "$dir"
         (cd "$dir" && exec env "${envs[@]}" "${SCRIPT_CMD[@]}" > "worker_$rank.log" 2>&1) &
-        pids+=($!); dirs+=("$dir")
+        pids+=($!); ranks_of+=("$rank"); echo "$! $rank" >> "$PID_MAP"
     done <<< "$ranks"
     [[ $DRY_RUN -eq 1 ]] && { echo "# rank-table startup: $(wc -l <<< "$ranks") processes, logs in $LOG_DIR"; return 0; }
-    echo "launch.sh: ${#pids[@]} ranks on $DEVICE via rank table $RANK_TABLE, logs in $LOG_DIR"
+    WORKERS=${#pids[@]}
+    echo "launch.sh: $WORKERS ranks on $DEVICE via rank table $RANK_TABLE, logs in $LOG_DIR"
     trap on_interrupt INT TERM
-    local rc=0 running=${#pids[@]} i
+    local rc=0 running=${#pids[@]} i code
     while [[ $running -gt 0 && $rc -eq 0 ]]; do
         sleep 1; running=0
         for i in "${!pids[@]}"; do
             if kill -0 "${pids[$i]}" 2>/dev/null; then running=$((running + 1)); continue; fi
-            wait "${pids[$i]}"; local code=$?
-            [[ $code -ne 0 ]] && { rc=$code; echo "launch.sh: ${dirs[$i]} exited with code $code; stopping the others" >&2; }
+            wait "${pids[$i]}"; code=$?
+            unset 'pids[i]'
+            if [[ $code -ne 0 ]]; then
+                rc=$code
+                echo "launch.sh: rank ${ranks_of[$i]} exited with code $code; stopping the others" \
+                    | tee -a "$LOG_DIR/launcher.log" >&2
+            fi
         done
+        if [[ $rc -eq 0 ]] && job_is_hung; then rc=124; fi
     done
     trap - INT TERM
     stop_job
@@ -228,3 +277,5 @@ run_ranktable() {
 }
 
 if [[ "$STARTUP" == msrun ]]; then run_msrun; else run_ranktable; fi
+exit $?
+}

@@ -127,12 +127,14 @@ def _stop(process: subprocess.Popen) -> None:
 def launch(*script_args: str, workers: int | None = None, device: str | None = None,
            script: str | None = None, module: str | None = None, name: str = "run", startup: str = "msrun",
            rank_table: str | os.PathLike | None = None, port: int | None = None, timeout: int = 60,
-           dry_run: bool = False, quiet: bool = False, env: dict[str, str] | None = None) -> RunResult:
+           hang_timeout: int | None = None, dry_run: bool = False, quiet: bool = False,
+           env: dict[str, str] | None = None) -> RunResult:
     """Run a distributed job through helpers/launch.sh and return its RunResult.
 
     `script_args` go to `script` (a Python file) or `module` (run as `python -m module`); the
     default is `python -m helpers.train`, the series' training entry point. Rank 0's lines are
     printed as they come unless `quiet`. Worker count and device follow helpers.device unless given.
+    `timeout` bounds cluster formation; `hang_timeout` stops a job whose ranks all fall silent.
     Interrupting (Ctrl-C, or the notebook's stop button) stops every process of the job.
     """
     run_dir = new_run_dir(name)
@@ -146,6 +148,8 @@ def launch(*script_args: str, workers: int | None = None, device: str | None = N
         command += ["--rank-table", str(rank_table)]
     if port is not None:
         command += ["--port", str(port)]
+    if hang_timeout is not None:
+        command += ["--hang-timeout", str(hang_timeout)]
     if dry_run:
         command.append("--dry-run")
     command.append("--")

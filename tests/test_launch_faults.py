@@ -1,0 +1,214 @@
+"""The launcher under faults: named errors in bounded time, nothing left running, nothing lost (issue 7)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import launch
+from helpers.launcher import LAUNCH_SH, PROJECT_ROOT
+
+SMALL = ("--epochs", "2", "--samples", "256", "--log-every", "50")
+
+
+def job_processes(run_dir: Path) -> list[int]:
+    """Live processes started for the run in `run_dir` (they all carry TUTORIAL_RUN_DIR=run_dir)."""
+    marker = f"TUTORIAL_RUN_DIR={run_dir}".encode()
+    pids = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if marker in (proc / "environ").read_bytes().split(b"\0"):
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
+
+
+def assert_failed_fast(result, rank, reason, limit=60):
+    assert result.returncode != 0
+    assert result.failed_ranks().get(rank, "").startswith(reason), result.output
+    assert result.wall_time < limit, f"took {result.wall_time:.0f} s"
+    assert job_processes(result.run_dir) == [], "no process of the job may survive it"
+
+
+def test_worker_raising_before_init(tmp_path):
+    script = tmp_path / "fail_before_init.py"
+    script.write_text("import os\n"
+                      "if os.environ.get('MS_ROLE') == 'MS_WORKER' and os.environ.get('RANK_ID') == '1':\n"
+                      "    raise RuntimeError('broken before init')\n"
+                      "from helpers.dist import setup_distributed\n"
+                      "setup_distributed('CPU')\n")
+    result = launch(script=str(script), workers=2, name="fault-before-init", quiet=True)
+    assert_failed_fast(result, 1, "raised an error")
+    assert "RuntimeError: broken before init" in result.output
+
+
+def test_worker_raising_mid_training():
+    result = launch(*SMALL, "--fault", "raise", "--fault-rank", "1", "--fault-step", "3", workers=2,
+                    name="fault-raise", quiet=True)
+    assert_failed_fast(result, 1, "raised an error")
+    assert "RuntimeError: injected fault on rank 1 after step 3" in result.output
+    assert 0 not in result.failed_ranks(), "rank 0 was stopped, it did not fail"
+
+
+def test_worker_killed_by_a_signal():
+    result = launch(*SMALL, "--fault", "kill", "--fault-rank", "1", "--fault-step", "3", workers=2,
+                    name="fault-kill", quiet=True)
+    assert_failed_fast(result, 1, "exited with code -9 (killed by signal 9)")
+
+
+def test_hung_worker_is_stopped():
+    result = launch(*SMALL, "--fault", "hang", "--fault-rank", "0", "--fault-step", "2", workers=2,
+                    hang_timeout=15, name="fault-hang", quiet=True)
+    assert result.returncode == 124
+    assert "no rank wrote anything for 15 s: the job looks hung" in result.output
+    assert "injecting fault 'hang' after step 2" in result.output, "the report shows where each rank stopped"
+    assert result.wall_time < 60
+    assert job_processes(result.run_dir) == []
+
+
+def wait_for(path: Path, text: str, timeout: float = 90) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if path.exists() and text in path.read_text(errors="replace"):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{text!r} never appeared in {path}")
+
+
+def test_ctrl_c_on_launch_sh_stops_every_process(tmp_path):
+    run_dir = tmp_path / "interrupted"
+    env = {**os.environ, "TUTORIAL_PYTHON": sys.executable}
+    process = subprocess.Popen(["bash", str(LAUNCH_SH), "--log-dir", str(run_dir), "--", "--epochs", "50",
+                                "--samples", "4096", "--log-every", "1"], env=env, cwd=PROJECT_ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    wait_for(run_dir / "worker_0.log", "[rank 0] epoch 1 step 2")
+    assert len(job_processes(run_dir)) >= 3, "scheduler and two workers are running"
+    start = time.time()
+    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    output = process.communicate(timeout=30)[0].decode()
+    assert time.time() - start < 15
+    assert process.returncode != 0
+    assert "interrupted; stopping every process of the job" in output
+    assert job_processes(run_dir) == []
+
+
+def test_interrupting_the_python_front_stops_the_job(tmp_path):
+    code = ("from helpers import launch\n"
+            "launch('--epochs', '50', '--samples', '4096', '--log-every', '1', name='fault-interrupt')\n")
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               cwd=PROJECT_ROOT, text=True)
+    seen = []
+    for line in process.stdout:  # the front streams rank 0's progress as it comes
+        seen.append(line)
+        if "[rank 0] epoch 1 step 2" in line:
+            break
+    run_dir = Path(next(line for line in seen if "logs in" in line).split("logs in ")[1].strip())
+    start = time.time()
+    process.send_signal(signal.SIGINT)  # what the notebook's stop button sends to the kernel
+    output = process.communicate(timeout=30)[0]
+    assert time.time() - start < 20
+    assert "KeyboardInterrupt" in output
+    assert job_processes(run_dir) == []
+
+
+def test_hostile_arguments_are_passed_verbatim_never_run(tmp_path):
+    marker = tmp_path / "pwned"
+    script = tmp_path / "echo_args.py"
+    script.write_text("import json, os, sys\n"
+                      "if os.environ.get('MS_ROLE') == 'MS_WORKER':\n"
+                      "    out = os.path.join(os.environ['TUTORIAL_RUN_DIR'], 'argv_' + os.environ['RANK_ID'])\n"
+                      "    open(out, 'w').write(json.dumps(sys.argv[1:]))\n"
+                      "from helpers.dist import setup_distributed\n"
+                      "setup_distributed('CPU')\n")
+    hostile = [f"; touch {marker}", f"$(touch {marker})", f"`touch {marker}`", "a b", "--workers", "9"]
+    result = launch(*hostile, script=str(script), workers=2, name="hostile", quiet=True)
+    assert result.ok, result.output
+    import json
+    for rank in (0, 1):
+        assert json.loads((result.run_dir / f"argv_{rank}").read_text()) == hostile
+    assert not marker.exists()
+
+
+def test_cluster_listens_on_loopback_only():
+    """While a job runs, every listening TCP socket of its processes is bound to 127.0.0.1."""
+    process = subprocess.Popen([sys.executable, "-c",
+                                "from helpers import launch\n"
+                                "launch('--epochs', '30', '--samples', '4096', '--log-every', '1', name='loopback')"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=PROJECT_ROOT, text=True)
+    seen = []
+    for line in process.stdout:
+        seen.append(line)
+        if "[rank 0] epoch 1 step 2" in line:
+            break
+    run_dir = Path(next(line for line in seen if "logs in" in line).split("logs in ")[1].strip())
+    try:
+        inodes = set()
+        for pid in job_processes(run_dir):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                try:
+                    target = os.readlink(fd)
+                except OSError:
+                    continue
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+        listening = []
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            for row in Path(table).read_text().splitlines()[1:]:
+                fields = row.split()
+                if fields[3] == "0A" and fields[9] in inodes:  # 0A = LISTEN
+                    listening.append(fields[1])
+        assert listening, "the scheduler listens somewhere"
+        loopback = {"0100007F", "00000000000000000000000001000000"}
+        assert all(addr.split(":")[0] in loopback for addr in listening), listening
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=30)
+    assert job_processes(run_dir) == []
+
+
+def test_rank_table_startup_stops_the_others_when_one_fails(tmp_path):
+    """Rank-table process management, run for real with plain Python workers (no HCCL needed for this)."""
+    script = tmp_path / "rt_worker.py"
+    script.write_text("import os, time\n"
+                      "print('rank', os.environ['RANK_ID'], 'device', os.environ['DEVICE_ID'], flush=True)\n"
+                      "if os.environ['RANK_ID'] == '2':\n"
+                      "    raise SystemExit(3)\n"
+                      "time.sleep(120)\n")
+    table = tmp_path / "rt.json"
+    subprocess.run([sys.executable, "-m", "helpers.rank_table", "generate", "--devices", "4", "--server-ip",
+                    "192.0.2.30", "-o", str(table)], check=True)
+    run_dir = tmp_path / "rt-run"
+    env = {**os.environ, "TUTORIAL_PYTHON": sys.executable}
+    start = time.time()
+    result = subprocess.run(["bash", str(LAUNCH_SH), "--device", "Ascend", "--startup", "ranktable",
+                             "--rank-table", str(table), "--log-dir", str(run_dir), str(script)],
+                            capture_output=True, text=True, env=env, cwd=PROJECT_ROOT, timeout=60)
+    assert result.returncode == 3
+    assert time.time() - start < 20
+    assert "rank 2 exited with code 3; stopping the others" in result.stderr
+    for rank in range(4):
+        assert (run_dir / f"rank_{rank}" / f"worker_{rank}.log").read_text().startswith(f"rank {rank} device {rank}")
+    assert job_processes(run_dir) == []
+
+
+@pytest.mark.parametrize("fault", ["raise"])
+def test_nothing_is_lost_resume_reproduces_an_uninterrupted_run(fault):
+    args = ("--epochs", "3", "--samples", "256", "--save-ckpt", "--log-every", "50")
+    full = launch(*args, workers=2, name="resume-full", quiet=True).check()
+    broken = launch(*args, "--fault", fault, "--fault-rank", "1", "--fault-step", "9", workers=2,
+                    name="resume-broken", quiet=True)
+    assert broken.returncode != 0 and 1 in broken.failed_ranks()
+    for rank in (0, 1):  # the failed run's checkpoints and metrics survive it
+        assert sorted(p.name for p in (broken.run_dir / f"rank_{rank}" / "ckpt").glob("*.ckpt")) == ["net-1_4.ckpt",
+                                                                                                      "net-2_4.ckpt"]
+        assert broken.losses(rank)[:8] == full.losses(rank)[:8]
+    resumed = launch(*args, "--resume-from", str(broken.run_dir), workers=2, name="resume-resumed",
+                     quiet=True).check()
+    for rank in (0, 1):
+        assert resumed.losses(rank) == full.losses(rank)[8:]
+        assert resumed.final(rank)["weights_sha"] == full.final(rank)["weights_sha"]
