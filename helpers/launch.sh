@@ -15,7 +15,10 @@ SCRIPT      a Python file, or `python -m MODULE ...`. Default: python -m helpers
             (the series' training entry point). `-- --epochs 2` passes ARGS to the default.
 
 Options:
-  --workers N         ranks to start (default: 8 on an Ascend node, 2 on CPU; env TUTORIAL_WORKERS)
+  --workers N         ranks in the whole job (default: 8 on an Ascend node, 2 on CPU; env TUTORIAL_WORKERS)
+  --local-workers M   ranks started on this node (default: all of them; multi-node: --workers / nodes)
+  --node-rank R       this node's index in a multi-node msrun job (node R holds ranks R*M .. R*M+M-1)
+  --master-addr A     the scheduler's address, on node 0 (default 127.0.0.1: this machine only)
   --device D          CPU or Ascend (default: detected; env TUTORIAL_DEVICE)
   --startup S         msrun (default): MindSpore's dynamic cluster, a scheduler plus N workers.
                       ranktable: Ascend only; one process per card with RANK_TABLE_FILE, RANK_ID,
@@ -56,12 +59,15 @@ PYTHON="${TUTORIAL_PYTHON:-}"
 export PATH="$(dirname "$PYTHON"):$PATH"
 export PYTHONPATH="$PROJECT${PYTHONPATH:+:$PYTHONPATH}"
 
-WORKERS_ARG="" DEVICE="" STARTUP="msrun" RANK_TABLE="" SERVER_ID="" LOG_DIR="" PORT="" TIMEOUT=60 DRY_RUN=0
+WORKERS_ARG="" LOCAL_WORKERS="" NODE_RANK="" MASTER_ADDR="127.0.0.1" DEVICE="" STARTUP="msrun" RANK_TABLE="" SERVER_ID="" LOG_DIR="" PORT="" TIMEOUT=60 DRY_RUN=0
 HANG_TIMEOUT=300
 need_value() { [[ $# -ge 2 && -n "$2" && "$2" != --* ]] || die "$1 needs a value (see --help)"; }
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --workers) need_value "$@"; WORKERS_ARG="$2"; shift 2 ;;
+        --local-workers) need_value "$@"; LOCAL_WORKERS="$2"; shift 2 ;;
+        --node-rank) need_value "$@"; NODE_RANK="$2"; shift 2 ;;
+        --master-addr) need_value "$@"; MASTER_ADDR="$2"; shift 2 ;;
         --device) need_value "$@"; DEVICE="$2"; shift 2 ;;
         --startup) need_value "$@"; STARTUP="$2"; shift 2 ;;
         --rank-table) need_value "$@"; RANK_TABLE="$2"; shift 2 ;;
@@ -94,6 +100,17 @@ DEFAULTS="$("$PYTHON" -m helpers.device "${DEVICE_ARGS[@]}")" || exit 2   # it p
 eval "$DEFAULTS"   # sets DEVICE and WORKERS (the default count)
 WORKERS="${WORKERS_ARG:-${WORKERS}}"
 [[ "$WORKERS" =~ ^[0-9]+$ && "$WORKERS" -ge 1 ]] || die "--workers must be a positive integer, got '$WORKERS'"
+LOCAL_WORKERS="${LOCAL_WORKERS:-$WORKERS}"
+[[ "$LOCAL_WORKERS" =~ ^[0-9]+$ && "$LOCAL_WORKERS" -ge 1 && "$LOCAL_WORKERS" -le "$WORKERS" ]] \
+    || die "--local-workers must be between 1 and --workers ($WORKERS), got '$LOCAL_WORKERS'"
+if (( LOCAL_WORKERS < WORKERS )); then
+    (( WORKERS % LOCAL_WORKERS == 0 )) \
+        || die "--workers $WORKERS is not a multiple of --local-workers $LOCAL_WORKERS: every node runs the same count"
+    [[ "$NODE_RANK" =~ ^[0-9]+$ && "$NODE_RANK" -lt $((WORKERS / LOCAL_WORKERS)) ]] \
+        || die "a multi-node job needs --node-rank 0..$((WORKERS / LOCAL_WORKERS - 1)) on each node, got '$NODE_RANK'"
+    [[ -n "$PORT" ]] || die "a multi-node job needs the same --port on every node (the scheduler's, on node 0)"
+    [[ "$STARTUP" == msrun ]] || die "--local-workers/--node-rank are msrun options; a rank table lists every node"
+fi
 [[ "$TIMEOUT" =~ ^[0-9]+$ && "$TIMEOUT" -ge 1 ]] || die "--timeout must be a positive number of seconds, got '$TIMEOUT'"
 [[ "$HANG_TIMEOUT" =~ ^[0-9]+$ ]] || die "--hang-timeout must be a number of seconds (0 = off), got '$HANG_TIMEOUT'"
 case "$STARTUP" in msrun|ranktable) ;; *) die "unknown --startup '$STARTUP': use msrun or ranktable" ;; esac
@@ -105,7 +122,8 @@ if [[ "${SCRIPT_CMD[*]:0:3}" == "python -m helpers.train" ]]; then
 fi
 if [[ "$DEVICE" == Ascend && "$STARTUP" == msrun ]]; then
     CARDS=$(ls /dev/davinci[0-9]* 2>/dev/null | wc -l)
-    [[ "$CARDS" -eq 0 || "$WORKERS" -le "$CARDS" ]] || die "--workers $WORKERS but this node has $CARDS Ascend cards"
+    [[ "$CARDS" -eq 0 || "$LOCAL_WORKERS" -le "$CARDS" ]] \
+        || die "$LOCAL_WORKERS ranks on this node but it has $CARDS Ascend cards: lower --workers (or --local-workers)"
 fi
 
 # The run folder: a new one per launch; never reuse a folder that already holds a run.
@@ -145,7 +163,7 @@ stop_job() {  # TERM, a short grace, then KILL whatever of the job is left
 }
 PID_MAP="$LOG_DIR/ranks.pid"   # "pid rank" per worker, so a killed worker can be named
 note_worker_pids() {  # msrun starts the workers: find them by the job id, read their RANK_ID
-    [[ -f "$PID_MAP" && $(wc -l < "$PID_MAP") -ge $WORKERS ]] && return 0
+    [[ -f "$PID_MAP" && $(wc -l < "$PID_MAP") -ge $LOCAL_WORKERS ]] && return 0
     local pid env rank
     for pid in $(job_pids); do
         grep -q "^$pid " "$PID_MAP" 2>/dev/null && continue
@@ -161,7 +179,7 @@ job_is_hung() {  # true when no rank wrote anything for HANG_TIMEOUT seconds
     # The clock starts once every rank has written its first line: until then the workers are
     # still starting (importing MindSpore can take a while on a loaded machine), and a worker
     # that never joins is caught by the cluster timeout (--timeout) instead.
-    (( $(find "$LOG_DIR" -name 'worker_*.log' -size +0 2>/dev/null | wc -l) >= WORKERS )) || return 1
+    (( $(find "$LOG_DIR" -name 'worker_*.log' -size +0 2>/dev/null | wc -l) >= LOCAL_WORKERS )) || return 1
     local newest
     # Only what the ranks write counts: the scheduler logs a heartbeat every 5 s even when all are stuck.
     newest="$(find "$LOG_DIR" -type f \( -name 'worker_*.log' -o -path '*/rank_*/*' \) -printf '%T@\n' 2>/dev/null \
@@ -184,25 +202,35 @@ on_interrupt() {
 }
 
 run_msrun() {
-    if [[ -n "$PORT" ]]; then
+    if [[ -n "$PORT" && "${NODE_RANK:-0}" -gt 0 ]]; then
+        :   # another node's scheduler owns this port; nothing listens on it here
+    elif [[ -n "$PORT" ]]; then
         "$PYTHON" -m helpers.ports check "$PORT" >&2 || exit 2
     else
         PORT="$("$PYTHON" -m helpers.ports free)"
     fi
-    local cmd=("$PYTHON" -m mindspore.parallel.cluster.run --worker_num="$WORKERS" --local_worker_num="$WORKERS"
-               --master_addr=127.0.0.1 --master_port="$PORT" --log_dir="$LOG_DIR" --join=True
-               --cluster_time_out="$TIMEOUT" --tail_worker_log=0 "${SCRIPT_CMD[@]}")
+    local cmd=("$PYTHON" -m mindspore.parallel.cluster.run --worker_num="$WORKERS" --local_worker_num="$LOCAL_WORKERS"
+               --master_addr="$MASTER_ADDR" --master_port="$PORT" --log_dir="$LOG_DIR" --join=True
+               --cluster_time_out="$TIMEOUT" --tail_worker_log=0)
+    [[ -n "$NODE_RANK" ]] && cmd+=(--node_rank="$NODE_RANK")
+    cmd+=("${SCRIPT_CMD[@]}")
+    local first=$(( ${NODE_RANK:-0} * LOCAL_WORKERS ))
     if [[ $DRY_RUN -eq 1 ]]; then
-        echo "# msrun startup: 1 scheduler + $WORKERS workers on $DEVICE, logs in $LOG_DIR"
+        echo "# msrun startup, node ${NODE_RANK:-0}: $LOCAL_WORKERS of $WORKERS workers on $DEVICE, logs in $LOG_DIR"
         local k
-        for ((k = 0; k < WORKERS; k++)); do
-            echo "rank $k: MS_ROLE=MS_WORKER MS_SCHED_HOST=127.0.0.1 MS_SCHED_PORT=$PORT MS_WORKER_NUM=$WORKERS" \
-                 "RANK_ID=$k DEVICE_ID=$k TUTORIAL_RUN_DIR=$LOG_DIR -> ${SCRIPT_CMD[*]} > $LOG_DIR/worker_$k.log"
+        for ((k = first; k < first + LOCAL_WORKERS; k++)); do
+            echo "rank $k: MS_ROLE=MS_WORKER MS_SCHED_HOST=$MASTER_ADDR MS_SCHED_PORT=$PORT MS_WORKER_NUM=$WORKERS" \
+                 "RANK_ID=$k DEVICE_ID=$((k - first)) TUTORIAL_RUN_DIR=$LOG_DIR -> ${SCRIPT_CMD[*]} > $LOG_DIR/worker_$k.log"
         done
         echo "command: ${cmd[*]}"
         return 0
     fi
-    echo "launch.sh: $WORKERS ranks on $DEVICE via msrun (port $PORT), logs in $LOG_DIR"
+    if (( LOCAL_WORKERS < WORKERS )); then
+        echo "launch.sh: node ${NODE_RANK}: ranks $first-$((first + LOCAL_WORKERS - 1)) of $WORKERS on $DEVICE via msrun" \
+             "(scheduler $MASTER_ADDR:$PORT), logs in $LOG_DIR"
+    else
+        echo "launch.sh: $WORKERS ranks on $DEVICE via msrun (port $PORT), logs in $LOG_DIR"
+    fi
     trap on_interrupt INT TERM
     "${cmd[@]}" > >(tee -a "$LOG_DIR/launcher.log") 2>&1 &
     local msrun_pid=$! failed_at="" hung=0
@@ -252,7 +280,7 @@ run_ranktable() {
         pids+=($!); ranks_of+=("$rank"); echo "$! $rank" >> "$PID_MAP"
     done <<< "$ranks"
     [[ $DRY_RUN -eq 1 ]] && { echo "# rank-table startup: $(wc -l <<< "$ranks") processes, logs in $LOG_DIR"; return 0; }
-    WORKERS=${#pids[@]}
+    WORKERS=${#pids[@]} LOCAL_WORKERS=${#pids[@]}
     echo "launch.sh: $WORKERS ranks on $DEVICE via rank table $RANK_TABLE, logs in $LOG_DIR"
     trap on_interrupt INT TERM
     local rc=0 running=${#pids[@]} i code

@@ -49,7 +49,8 @@ def read_metrics(run_dir: Path) -> dict[int, list[dict]]:
 
 @dataclass
 class RunResult:
-    """What one launch produced. `metrics[rank]` holds that rank's metrics.jsonl records."""
+    """What one launch produced. `metrics[rank]` holds that rank's metrics.jsonl records; `log_tail`
+    is the end of the lowest local rank's log (rank 0's, except on the other nodes of a multi-node job)."""
 
     returncode: int
     wall_time: float
@@ -124,7 +125,8 @@ def _stop(process: subprocess.Popen) -> None:
         pass
 
 
-def launch(*script_args: str, workers: int | None = None, device: str | None = None,
+def launch(*script_args: str, workers: int | None = None, local_workers: int | None = None,
+           node_rank: int | None = None, master_addr: str | None = None, device: str | None = None,
            script: str | None = None, module: str | None = None, name: str = "run", startup: str = "msrun",
            rank_table: str | os.PathLike | None = None, port: int | None = None, timeout: int = 60,
            hang_timeout: int | None = None, dry_run: bool = False, quiet: bool = False,
@@ -135,21 +137,19 @@ def launch(*script_args: str, workers: int | None = None, device: str | None = N
     default is `python -m helpers.train`, the series' training entry point. Rank 0's lines are
     printed as they come unless `quiet`. Worker count and device follow helpers.device unless given.
     `timeout` bounds cluster formation; `hang_timeout` stops a job whose ranks all fall silent.
+    `local_workers`, `node_rank` and `master_addr` make this launch one node of a multi-node job
+    (notebook 06); `port` must then be the same on every node.
     Interrupting (Ctrl-C, or the notebook's stop button) stops every process of the job.
     """
     run_dir = new_run_dir(name)
     command = ["bash", str(LAUNCH_SH), "--log-dir", str(run_dir), "--timeout", str(timeout),
                "--startup", startup]
-    if workers is not None:
-        command += ["--workers", str(workers)]
-    if device is not None:
-        command += ["--device", device]
-    if rank_table is not None:
-        command += ["--rank-table", str(rank_table)]
-    if port is not None:
-        command += ["--port", str(port)]
-    if hang_timeout is not None:
-        command += ["--hang-timeout", str(hang_timeout)]
+    options = {"--workers": workers, "--local-workers": local_workers, "--node-rank": node_rank,
+               "--master-addr": master_addr, "--device": device, "--rank-table": rank_table, "--port": port,
+               "--hang-timeout": hang_timeout}
+    for option, value in options.items():
+        if value is not None:
+            command += [option, str(value)]
     if dry_run:
         command.append("--dry-run")
     command.append("--")
@@ -181,4 +181,4 @@ def launch(*script_args: str, workers: int | None = None, device: str | None = N
     logs = joblog.rank_logs(run_dir)
     return RunResult(returncode=process.returncode, wall_time=wall, run_dir=run_dir, command=command,
                      output="".join(output), metrics=read_metrics(run_dir),
-                     log_tail=joblog.tail(logs[0]) if 0 in logs else "")
+                     log_tail=joblog.tail(logs[min(logs)]) if logs else "")

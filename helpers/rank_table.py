@@ -10,6 +10,7 @@ Every id is a string. Rank ids are 0..N-1, unique, and numbered in server order.
 
     python -m helpers.rank_table validate FILE [--workers N]
     python -m helpers.rank_table generate --devices 8 --server-ip IP [--device-ips IP ...] [-o FILE]
+    python -m helpers.rank_table merge NODE0.json NODE1.json [-o FILE]   # one table, servers in this order
     python -m helpers.rank_table local FILE [--server-id IP]     # "rank_id device_id" per local card
 """
 
@@ -201,6 +202,25 @@ def generate(devices: int, server_ip: str, device_ips: list[str] | None = None, 
     return table
 
 
+def merge(tables: list[dict]) -> dict:
+    """One table from several single- or multi-server tables, servers in the given order.
+
+    Rank ids are renumbered 0..N-1 in server order (the rule HCCL expects), whatever each part said,
+    so tables generated separately on each node combine consistently. The result is validated.
+    """
+    servers = [json.loads(json.dumps(server)) for table in tables for server in table["server_list"]]
+    rank = 0
+    for server in servers:
+        for device in server["device"]:
+            device["rank_id"] = str(rank)
+            rank += 1
+    merged = {"version": VERSION, "server_count": str(len(servers)), "server_list": servers, "status": STATUS}
+    problems = find_problems(merged)
+    if problems:
+        raise RankTableError("(merged)", problems)
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.rank_table", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -213,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     gen.add_argument("--server-ip", required=True)
     gen.add_argument("--device-ips", nargs="+")
     gen.add_argument("-o", "--output", help="file to write (default: print)")
+    join = sub.add_parser("merge", help="merge per-node tables into one, rank ids renumbered in server order")
+    join.add_argument("files", nargs="+")
+    join.add_argument("-o", "--output", help="file to write (default: print)")
     local = sub.add_parser("local", help="print 'rank_id device_id' for this server's cards")
     local.add_argument("file")
     local.add_argument("--server-id")
@@ -223,8 +246,12 @@ def main(argv: list[str] | None = None) -> int:
             table = load(args.file, args.workers)
             print(f"{args.file}: valid rank table, {len(table['server_list'])} server(s), "
                   f"{rank_count(table)} ranks")
-        elif args.command == "generate":
-            text = json.dumps(generate(args.devices, args.server_ip, args.device_ips), indent=4) + "\n"
+        elif args.command in ("generate", "merge"):
+            if args.command == "generate":
+                table = generate(args.devices, args.server_ip, args.device_ips)
+            else:
+                table = merge([load(path) for path in args.files])
+            text = json.dumps(table, indent=4) + "\n"
             if args.output:
                 Path(args.output).write_text(text, encoding="utf-8")
                 print(f"wrote {args.output}")

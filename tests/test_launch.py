@@ -147,3 +147,25 @@ def test_a_failing_rank_is_named_and_nothing_is_left_running(tmp_path):
     with pytest.raises(RuntimeError, match="injected failure on rank 1"):
         result.check()
     assert job_processes(str(script)) == []
+
+
+def test_multi_node_dry_run_numbers_ranks_by_node(tmp_path):
+    result = run_sh("--dry-run", "--workers", "4", "--local-workers", "2", "--node-rank", "1", "--port", "23456",
+                    "--master-addr", "127.0.0.1", "--log-dir", str(tmp_path / "n1"))
+    assert result.returncode == 0, result.stderr
+    ranks = [line for line in result.stdout.splitlines() if line.startswith("rank ")]
+    assert [r.split(":")[0] for r in ranks] == ["rank 2", "rank 3"]
+    assert "RANK_ID=2 DEVICE_ID=0" in ranks[0] and "RANK_ID=3 DEVICE_ID=1" in ranks[1]
+    assert "--node_rank=1" in result.stdout and "--local_worker_num=2" in result.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--workers", "4", "--local-workers", "2", "--port", "23456"], "needs --node-rank 0..1"),
+    (["--workers", "4", "--local-workers", "2", "--node-rank", "0"], "needs the same --port on every node"),
+    (["--workers", "4", "--local-workers", "3", "--node-rank", "0", "--port", "23456"], "not a multiple"),
+    (["--workers", "2", "--local-workers", "3"], "--local-workers must be between 1 and --workers"),
+])
+def test_bad_multi_node_options_are_named(args, message, tmp_path):
+    result = run_sh("--dry-run", *args, "--log-dir", str(tmp_path / "m"))
+    assert result.returncode == 2
+    assert message in result.stderr

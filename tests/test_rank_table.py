@@ -113,3 +113,23 @@ def test_multi_server_local_ranks_need_server_id():
     assert local_ranks(table, "192.0.2.11") == [(2, 0), (3, 1)]
     with pytest.raises(RankTableError, match="--server-id"):
         local_ranks(table)
+
+
+def test_merge_renumbers_ranks_in_server_order(tmp_path):
+    node0, node1 = generate(8, "192.0.2.10"), generate(8, "192.0.2.11")  # each says ranks 0-7
+    merged = rank_table.merge([node0, node1])
+    assert find_problems(merged, workers=16) == []
+    assert merged["server_count"] == "2"
+    assert local_ranks(merged, "192.0.2.11") == [(8 + i, i) for i in range(8)]
+    paths = []
+    for i, table in enumerate((node0, node1)):
+        paths.append(tmp_path / f"node{i}.json")
+        paths[-1].write_text(json.dumps(table))
+    out = tmp_path / "both.json"
+    assert rank_table.main(["merge", *map(str, paths), "-o", str(out)]) == 0
+    assert load(out, workers=16) == merged
+
+
+def test_merging_the_same_server_twice_is_refused():
+    with pytest.raises(RankTableError, match="appears twice"):
+        rank_table.merge([VALID, VALID])
