@@ -212,3 +212,20 @@ def test_nothing_is_lost_resume_reproduces_an_uninterrupted_run(fault):
     for rank in (0, 1):
         assert resumed.losses(rank) == full.losses(rank)[8:]
         assert resumed.final(rank)["weights_sha"] == full.final(rank)["weights_sha"]
+
+
+def test_two_jobs_side_by_side_do_not_interfere():
+    """Notebooks may run twice or side by side: each launch gets its own run folder and port."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        jobs = [pool.submit(launch, module="helpers.comm_check", workers=2, name="side-by-side", quiet=True,
+                            timeout=120) for _ in range(2)]
+        results = [job.result() for job in jobs]
+    assert all(r.ok for r in results), [r.output[-2000:] for r in results]
+    assert results[0].run_dir != results[1].run_dir
+    ports = [line.split("port ")[1].split(")")[0] for r in results for line in r.output.splitlines()
+             if line.startswith("launch.sh:") and "via msrun" in line]
+    assert len(set(ports)) == 2, ports
+    for result in results:
+        assert sorted(p.name for p in result.run_dir.glob("rank_*")) == ["rank_0", "rank_1"]
