@@ -3,7 +3,9 @@
 The article's steps 1-4 in MindSpore 2.10 form: set the mode and device, `init()` the
 communication, choose the parallel mode, shard a learnable dataset, train with `ms.Model`, log on
 rank 0, and write this rank's metrics to OUT/rank_<k>/metrics.jsonl. Later notebooks add options:
-mixed precision (05), checkpoints, resume and injected faults (04), other networks for scaling (04).
+mixed precision (05), checkpoints, resume and injected faults (04), other networks for scaling (04),
+and SEMI_AUTO_PARALLEL / AUTO_PARALLEL with shard strategies for SimpleNet (02; Ascend only: on CPU
+`--check` refuses them at once, naming the limit).
 
 Under msrun the same command also runs as the scheduler process (MS_ROLE=MS_SCHED): its `init()`
 serves the cluster and never returns, so nothing with side effects happens before `init()`.
@@ -23,8 +25,16 @@ from pathlib import Path
 
 from helpers.device import detect_device
 from helpers.dist import barrier, setup_distributed
+from helpers.parallel_modes import (
+    APIS,
+    PARALLEL_MODES,
+    SEARCH_MODES,
+    STRATEGIES,
+    STRATEGY_FILE,
+    ParallelModeUnavailable,
+    check_supported,
+)
 
-PARALLEL_MODES = ("data_parallel",)
 NETWORKS = ("simple", "mlp", "conv")
 AMP_LEVELS = ("O0", "O1", "O2", "O3", "auto")
 FAULTS = ("raise", "kill", "hang")
@@ -34,7 +44,16 @@ RUN_DIR_ENV = "TUTORIAL_RUN_DIR"
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m helpers.train", description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="validate the arguments for this device and exit")
-    parser.add_argument("--parallel-mode", default="data_parallel", choices=PARALLEL_MODES)
+    parser.add_argument("--parallel-mode", default="data_parallel", choices=PARALLEL_MODES,
+                        help="semi_auto_parallel and auto_parallel need Ascend (notebook 02)")
+    parser.add_argument("--search-mode", choices=SEARCH_MODES, default=None,
+                        help="auto_parallel only (default recursive_programming, MindSpore's default)")
+    parser.add_argument("--api", choices=APIS, default="context",
+                        help="semi/auto parallel through set_auto_parallel_context (context) or the 2.10 "
+                             "AutoParallel wrapper (autoparallel)")
+    parser.add_argument("--strategy", choices=STRATEGIES, default="megatron",
+                        help="shard strategies for SimpleNet's operators (semi_auto_parallel; sharding_propagation "
+                             "uses fc1's as its anchor)")
     parser.add_argument("--net", default="simple", choices=NETWORKS,
                         help="simple: the article's SimpleNet; mlp: 1024-4096-1024 (33 MB of gradients); "
                              "conv: compute-heavy, parameter-light")
@@ -75,6 +94,26 @@ def parse_args(argv: list[str] | None = None, device: str | None = None) -> argp
     if args.resume_from and not Path(args.resume_from, "rank_0", "ckpt").is_dir():
         parser.error(f"--resume-from {args.resume_from}: no rank_0/ckpt folder there; "
                      "give the run folder of a job started with --save-ckpt")
+    if args.search_mode and args.parallel_mode != "auto_parallel":
+        parser.error(f"--search-mode only works with --parallel-mode auto_parallel, not {args.parallel_mode}")
+    if args.parallel_mode == "auto_parallel" and args.search_mode is None:
+        args.search_mode = "recursive_programming"
+    if args.parallel_mode != "data_parallel":
+        if args.api == "autoparallel" and args.search_mode == "dynamic_programming":
+            parser.error("--search-mode dynamic_programming exists only in set_auto_parallel_context: "
+                         "use --api context (MindSpore documents it as 'Not recommended')")
+        if args.net != "simple":
+            parser.error(f"--parallel-mode {args.parallel_mode}: the shard strategies are written for "
+                         "SimpleNet; use --net simple")
+        try:
+            check_supported(args.parallel_mode, device or detect_device())
+        except ParallelModeUnavailable as exc:   # the limit, not a usage mistake: no usage dump
+            parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    elif args.api != "context":
+        parser.error("--api autoparallel has no data_parallel mode: DATA_PARALLEL is set with the context API")
+    args.out = os.path.abspath(args.out)  # the worker later works inside its rank folder
+    if args.resume_from:
+        args.resume_from = os.path.abspath(args.resume_from)
     return args
 
 
@@ -133,12 +172,24 @@ def main(argv: list[str] | None = None) -> int:
     from helpers.callbacks import MetricsWriter, Rank0Logger, weights_checksum
     from helpers.data import make_arrays, sharded_dataset
 
+    rank_dir = Path(args.out) / f"rank_{rank}"
+    rank_dir.mkdir(parents=True, exist_ok=True)
+    os.chdir(rank_dir)  # what MindSpore writes to the working directory (amp O1's rewritten_network/) stays here
     # Step 2: data parallelism. gradients_mean=True averages the gradients of all ranks.
-    ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, gradients_mean=args.gradients_mean)
+    if args.parallel_mode == "data_parallel":
+        ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL,
+                                     gradients_mean=args.gradients_mean)
     ms.set_seed(args.seed)          # identical initial weights on every rank
     ds.config.set_seed(args.seed)   # identical shuffle order, so shards stay disjoint
 
     net, sample_shape, classes = build_network(args.net)
+    model_net = net
+    if args.parallel_mode != "data_parallel":
+        # Notebook 02 (Ascend only): shard strategies + SEMI_AUTO/AUTO_PARALLEL, saving the strategy file.
+        from helpers.parallel_modes import configure_network
+
+        model_net = configure_network(net, args.parallel_mode, args.search_mode, args.api, args.gradients_mean,
+                                      args.strategy, str(rank_dir / STRATEGY_FILE), world)
     # Step 3: every rank shards the same arrays and reads only its own part.
     data, label = make_arrays(args.samples, seed=args.seed, shape=sample_shape, classes=classes)
     train_set = sharded_dataset(data, label, args.batch_size, rank=rank, world=world)
@@ -152,10 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     scale = args.loss_scale or 1.0
     optimizer = nn.Momentum(net.trainable_params(), learning_rate=args.lr, momentum=args.momentum, loss_scale=scale)
     manager = ms.FixedLossScaleManager(scale, drop_overflow_update=False) if args.loss_scale else None
-    model = ms.Model(net, loss_fn=loss_fn, optimizer=optimizer, metrics={"accuracy"}, amp_level=args.amp_level,
-                     loss_scale_manager=manager)
+    model = ms.Model(model_net, loss_fn=loss_fn, optimizer=optimizer, metrics={"accuracy"},
+                     amp_level=args.amp_level, loss_scale_manager=manager)
 
-    rank_dir = Path(args.out) / f"rank_{rank}"
     initial_epoch = 0
     if args.resume_from:
         # Restore the weights AND the optimizer state (momentum buffers, step), then continue
@@ -178,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.fault:
         callbacks.append(FaultInjector(args.fault, args.fault_rank, args.fault_step, rank).callback)
     if rank == 0:
-        print(f"[rank 0] {world} ranks on {device}, net {args.net}, {steps_per_epoch} steps/epoch, "
+        mode = args.parallel_mode + (f" ({args.search_mode})" if args.search_mode else "")
+        print(f"[rank 0] {world} ranks on {device}, {mode}, net {args.net}, {steps_per_epoch} steps/epoch, "
               f"global batch {args.batch_size * world}, amp {args.amp_level}", flush=True)
     start = time.perf_counter()
     model.train(args.epochs, train_set, callbacks=callbacks, dataset_sink_mode=args.sink,

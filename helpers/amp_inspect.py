@@ -1,0 +1,419 @@
+"""Look inside mixed precision (混合精度), in this process. Introduced in notebook 05.
+
+- `limits`, `precision_fate`: what float16 / bfloat16 can hold, and what happens to given numbers in them.
+- `convert`: `amp.auto_mixed_precision` run in a scratch folder (level O1 writes generated source code
+  into the current directory, see below).
+- `inspect_graph`: compile a network with MindSpore's IR dump switched on and read, for every compute
+  operator, the dtype the AMP level asked for (the front-end graph) and the dtype of the kernel this
+  device really runs (the kernel graph), plus the casts the backend had to add.
+- `GradientProbe`, `gradient_fate`: gradients computed through a float16 network with a loss
+  scale, compared with a float32 reference (underflow to zero, overflow to inf).
+- `describe_train_network`: what `ms.Model(...)` built for training (wrapper class, loss scale).
+- `NormNet`: SimpleNet with a BatchNorm1d, so O2's black list has something to keep in float32.
+
+Importing this module imports MindSpore but changes nothing (no context, no seed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mindspore as ms
+import numpy as np
+from mindspore import nn, ops
+
+LEVELS = ("O0", "O1", "O2", "O3", "auto")
+# Operators worth reporting in a small network; Cast is counted separately.
+COMPUTE_OPS = ("MatMul", "BatchMatMul", "BiasAdd", "Dense", "ReLU", "BatchNorm", "LayerNorm", "Softmax",
+               "Conv2D", "Add", "Mul")
+
+
+# ---------------------------------------------------------------------------------------------
+# float16 numerics (numpy only)
+
+# bfloat16 keeps float32's 8 exponent bits and 7 of its 23 fraction bits.
+_BF16_LIMITS = {"max": float(np.float32(3.3895314e38)), "smallest_normal": float(np.finfo(np.float32).tiny),
+                "smallest_subnormal": 2.0 ** -133, "eps": 2.0 ** -7}
+
+
+def limits(dtype: str = "float16") -> dict[str, float]:
+    """Largest value, smallest normal, smallest subnormal and epsilon of float16 or bfloat16."""
+    if dtype == "bfloat16":
+        return dict(_BF16_LIMITS)
+    info = np.finfo(np.float16)
+    return {"max": float(info.max), "smallest_normal": float(info.tiny),
+            "smallest_subnormal": float(info.smallest_subnormal), "eps": float(info.eps)}
+
+
+def round_trip(values, dtype: str = "float16") -> np.ndarray:
+    """float32 values stored as float16 (numpy) or bfloat16 (a MindSpore Cast) and read back as float32."""
+    values = np.asarray(values, dtype=np.float32)
+    if dtype == "bfloat16":
+        return ms.Tensor(values).astype(ms.bfloat16).astype(ms.float32).asnumpy()
+    with np.errstate(over="ignore"):
+        return values.astype(np.float16).astype(np.float32)
+
+
+def precision_fate(values, dtype: str = "float16") -> list[dict]:
+    """For each float32 value: its value after a round trip through `dtype`, the relative error, and
+    what happened: exact, rounded, subnormal (precision lost), underflow -> 0, overflow -> inf."""
+    values = np.asarray(values, dtype=np.float32).ravel()
+    back = round_trip(values, dtype).ravel()
+    tiny = limits(dtype)["smallest_normal"]
+    rows = []
+    for v, b in zip(values, back):
+        if np.isinf(b) and not np.isinf(v):
+            fate = "overflow -> inf"
+        elif b == 0 and v != 0:
+            fate = "underflow -> 0"
+        elif b != 0 and abs(b) < tiny:
+            fate = "subnormal (precision lost)"
+        elif b == v:
+            fate = "exact"
+        else:
+            fate = "rounded"
+        rel = float(abs(float(b) - float(v)) / abs(float(v))) if v != 0 and np.isfinite(b) else float("nan")
+        rows.append({"float32": float(v), dtype: float(b), "relative_error": rel, "fate": fate})
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# converting a network
+
+class NormNet(nn.Cell):
+    """SimpleNet with a BatchNorm1d after the first layer: 32 -> 64 -> BN -> ReLU -> 10 (notebook 05)."""
+
+    def __init__(self, features: int = 32, hidden: int = 64, classes: int = 10):
+        super().__init__()
+        self.fc1 = nn.Dense(features, hidden)
+        self.bn = nn.BatchNorm1d(hidden)
+        self.relu = nn.ReLU()
+        self.fc2 = nn.Dense(hidden, classes)
+
+    def construct(self, x):
+        return self.fc2(self.relu(self.bn(self.fc1(x))))
+
+
+@contextlib.contextmanager
+def in_directory(path: str | os.PathLike):
+    """Run the block with `path` (created if needed) as the current directory."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    previous = os.getcwd()
+    os.chdir(path)
+    try:
+        yield path
+    finally:
+        os.chdir(previous)
+
+
+def convert(network, level: str, dtype=None, workdir: str | os.PathLike | None = None):
+    """`amp.auto_mixed_precision(network, level, dtype)` run inside `workdir` (default: a temp folder per process).
+
+    Level O1 rewrites the network's Python source (mindspore.rewrite) and writes the generated class
+    to ./rewritten_network/<Class>Opt_<id>.py, then imports it; graph compilation reads that file
+    later, so the folder is kept. Running it in a scratch folder keeps the repository clean.
+    """
+    from mindspore import amp
+    from mindspore.train import amp as train_amp
+
+    kwargs = {} if dtype is None else {"dtype": dtype}
+    if level != "O1" and not train_amp.MS_AMP_BY_REWRITE:   # only the rewrite writes files
+        return amp.auto_mixed_precision(network, level, **kwargs)
+    workdir = Path(workdir) if workdir is not None else Path(tempfile.gettempdir()) / f"amp-rewrite-{os.getpid()}"
+    with in_directory(workdir):
+        return amp.auto_mixed_precision(network, level, **kwargs)
+
+
+def rewritten_source(workdir: str | os.PathLike) -> str:
+    """The newest source file O1 generated under workdir/rewritten_network ('' if none)."""
+    files = sorted(Path(workdir, "rewritten_network").glob("*.py"), key=lambda p: p.stat().st_mtime)
+    return files[-1].read_text(encoding="utf-8") if files else ""
+
+
+def cell_precisions(network) -> list[dict]:
+    """Every sub-cell: its path, class, the precision flag set by to_float (fp16/fp32/bf16 or '-')."""
+    rows = []
+    for name, cell in network.cells_and_names():
+        flags = cell.get_flags()
+        precision = next((p for p in ("fp16", "bf16", "fp32") if flags.get(p)), "-")
+        rows.append({"cell": name or "(top)", "class": type(cell).__name__, "to_float": precision})
+    return rows
+
+
+def parameter_dtypes(network) -> dict[str, str]:
+    """{parameter name: dtype} for the trainable parameters."""
+    return {p.name: str(p.dtype) for p in network.trainable_params()}
+
+
+def snapshot(network) -> list[np.ndarray]:
+    """Copies of every trainable parameter, in order."""
+    return [p.asnumpy().copy() for p in network.trainable_params()]
+
+
+def max_change(before: list[np.ndarray], network) -> float:
+    """Largest |after - before| over all trainable parameters (nan if any became nan)."""
+    after = [p.asnumpy() for p in network.trainable_params()]
+    return float(max(np.max(np.abs(a.astype(np.float64) - b)) for a, b in zip(after, before)))
+
+
+# ---------------------------------------------------------------------------------------------
+# reading the compiled graph
+
+@dataclass
+class OpRecord:
+    """One operator of the compiled graph: the dtypes the graph asks for and those of the kernel that runs."""
+
+    op: str
+    cell: str
+    graph_in: tuple[str, ...]
+    graph_out: str
+    kernel_in: tuple[str, ...] | None = None
+    kernel_out: str | None = None
+
+
+@dataclass
+class GraphReport:
+    """What `inspect_graph` found. `ops` in execution order; casts counted, not listed."""
+
+    ops: list[OpRecord]
+    amp_casts: int            # Cast nodes in the front-end graph (inserted by the AMP level)
+    backend_casts: int        # Cast nodes the backend added because no kernel took the dtype
+    output_dtype: str
+    ir_dir: Path | None = None
+    kernel_graph_found: bool = field(default=True)
+
+    def dtypes(self, op: str) -> set[str]:
+        """Output dtypes the graph gives every `op` node (e.g. {'Float16'})."""
+        return {r.graph_out for r in self.ops if r.op == op}
+
+    def kernel_dtypes(self, op: str) -> set[str]:
+        return {r.kernel_out for r in self.ops if r.op == op and r.kernel_out}
+
+    def table(self) -> str:
+        width = max([len(r.cell) for r in self.ops] + [4])
+        lines = [f"{'cell':<{width}}  {'operator':<10} {'graph asks: inputs -> output':<40} kernel on this device"]
+        for r in self.ops:
+            graph = f"{','.join(_short(t) for t in r.graph_in)} -> {_short(r.graph_out)}"
+            kernel = (f"{','.join(_short(t) for t in r.kernel_in)} -> {_short(r.kernel_out)}"
+                      if r.kernel_out else "(not found)")
+            lines.append(f"{r.cell:<{width}}  {r.op:<10} {graph:<40} {kernel}")
+        lines.append(f"casts in the graph: {self.amp_casts}; casts the backend added: {self.backend_casts}; "
+                     f"network output: {self.output_dtype}")
+        return "\n".join(lines)
+
+
+_NODE = re.compile(r"^\s+%\d+\([^)]*\) = (?:PrimFunc_)?([A-Za-z0-9_]+)\(")
+_SCOPE = re.compile(r"# Fullname with scope: \((.*)\)")
+_TENSOR = re.compile(r"Tensor\[(\w+)\]")
+_KERNEL = re.compile(r"<([A-Z][a-z]+\d*)x")
+_OPNUM = re.compile(r"-op\d+$")
+_FLOATS = ("Float16", "Float32", "Float64", "BFloat16")
+
+
+def _short(dtype: str) -> str:
+    return {"Float16": "fp16", "Float32": "fp32", "Float64": "fp64", "BFloat16": "bf16"}.get(dtype, dtype)
+
+
+def _cell_of(scope: str) -> str:
+    """'Default/_backbone-NormNet/bn-_OutputTo16/_backbone-BatchNorm1d/BatchNorm-op0' -> 'bn (BatchNorm1d)'."""
+    parts = scope.split("/")[1:-1]
+    names = [p.split("-")[0] for p in parts if not p.startswith("_backbone")]
+    kind = parts[-1].split("-", 1)[-1] if parts else ""
+    return f"{'.'.join(names) or '(top)'} ({kind})" if kind else "(top)"
+
+
+def _parse_ir(path: Path) -> list[dict]:
+    """Nodes of a MindSpore .ir file: {op, scope, abstract, kernel, backend_cast}."""
+    nodes, node = [], None
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        match = _NODE.match(line)
+        if match:
+            node = {"op": match.group(1), "scope": "", "abstract": None, "kernel": None,
+                    "backend_cast": "is_backend_cast: Bool(1)" in line}
+            nodes.append(node)
+            continue
+        if node is None:
+            continue
+        stripped = line.strip()
+        if stripped.startswith(": (") and " -> " in stripped:
+            if "Format" in stripped:
+                node["kernel"] = node["kernel"] or stripped
+            elif node["abstract"] is None:
+                node["abstract"] = stripped
+        elif (scope := _SCOPE.search(line)):
+            node["scope"] = scope.group(1)
+    return nodes
+
+
+def _split_types(line: str, pattern: re.Pattern) -> tuple[tuple[str, ...], str]:
+    inputs, _, output = line.partition(" -> ")
+    ins = tuple(t for t in pattern.findall(inputs) if t in _FLOATS)
+    outs = [t for t in pattern.findall(output) if t in _FLOATS]
+    return ins, (outs[0] if outs else "-")
+
+
+def _newest(paths: list[Path]) -> Path | None:
+    """The IR file with the highest trailing sequence number (the last one MindSpore wrote)."""
+    def number(p: Path) -> int:
+        digits = re.findall(r"(\d+)", p.stem)
+        return int(digits[-1]) if digits else -1
+    return max(paths, key=number) if paths else None
+
+
+@contextlib.contextmanager
+def _quiet_mindspore():
+    """Silence MindSpore's Python warnings (e.g. 'save_graphs will be deprecated') inside the block."""
+    from mindspore import log
+
+    logger = log._get_logger()  # pylint: disable=protected-access
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def inspect_graph(network, *inputs, ops_of_interest=COMPUTE_OPS, keep_ir: bool = False) -> GraphReport:
+    """Compile and run `network(*inputs)` in graph mode with the IR dump on, and report operator dtypes.
+
+    The front-end graph (`*_validate_*.ir`) shows what the AMP level asked for; the kernel graph
+    (`graph_build_*.ir`) what the device runs. Pass a network that has not been compiled with these
+    input shapes yet (a cached graph writes no IR). The IR dump is switched on through
+    `set_context(save_graphs=...)`, deprecated in favour of the MS_DEV_SAVE_GRAPHS environment
+    variable, which is only read when MindSpore starts.
+    """
+    ir_dir = Path(tempfile.mkdtemp(prefix="amp-ir-"))
+    mode = ms.get_context("mode")
+    ms.set_context(mode=ms.GRAPH_MODE)
+    with _quiet_mindspore():
+        ms.set_context(save_graphs=1, save_graphs_path=str(ir_dir))
+    try:
+        output = network(*inputs)
+    except Exception:
+        shutil.rmtree(ir_dir, ignore_errors=True)
+        raise
+    finally:
+        with _quiet_mindspore():
+            ms.set_context(save_graphs=0)
+        ms.set_context(mode=mode)
+    front = _newest(list(ir_dir.glob("*_validate_*.ir")))
+    if front is None:
+        shutil.rmtree(ir_dir, ignore_errors=True)
+        raise RuntimeError(f"no IR written to {ir_dir}: was this network already compiled for these inputs? "
+                           "Pass a freshly built network.")
+    kernel_files = sorted(ir_dir.glob("graph_build_*.ir"))
+    kernel_nodes = [n for f in kernel_files for n in _parse_ir(f)]
+    # Match front-end and kernel nodes by scope; the trailing "-op<N>" counter differs between the two.
+    kernel_by_scope: dict[str, list[dict]] = {}
+    for n in kernel_nodes:
+        if n["kernel"] and not n["backend_cast"]:
+            kernel_by_scope.setdefault(_OPNUM.sub("", n["scope"]), []).append(n)
+
+    records, amp_casts = [], 0
+    for node in _parse_ir(front):
+        if node["op"] == "Cast":
+            amp_casts += 1
+            continue
+        if node["op"] not in ops_of_interest or not node["abstract"]:
+            continue
+        graph_in, graph_out = _split_types(node["abstract"], _TENSOR)
+        record = OpRecord(node["op"], _cell_of(node["scope"]), graph_in, graph_out)
+        candidates = kernel_by_scope.get(_OPNUM.sub("", node["scope"]))
+        if candidates:
+            kernel = candidates.pop(0)
+            record.kernel_in, record.kernel_out = _split_types(kernel["kernel"], _KERNEL)
+        records.append(record)
+    report = GraphReport(ops=records, amp_casts=amp_casts,
+                         backend_casts=sum(n["op"] == "Cast" and n["backend_cast"] for n in kernel_nodes),
+                         output_dtype=str(output.dtype) if hasattr(output, "dtype") else type(output).__name__,
+                         ir_dir=ir_dir if keep_ir else None, kernel_graph_found=bool(kernel_files))
+    if not keep_ir:
+        shutil.rmtree(ir_dir, ignore_errors=True)
+    return report
+
+
+# ---------------------------------------------------------------------------------------------
+# gradients and loss scaling
+
+class GradientProbe:
+    """Gradients of `loss_weight * loss` w.r.t. the trainable parameters, computed the way
+    `TrainOneStepCell(sens=loss_scale)` does: the backward pass starts from `loss_scale * loss_weight`
+    (in float32), and the result is divided by that number in float64, as the optimizer undoes the scale.
+
+    `probe(data, label, loss_scale)` returns one array per parameter. The graph compiles on the first
+    call; later calls with another loss scale reuse it (the scale is an input, not a constant).
+    """
+
+    def __init__(self, network, loss_fn):
+        self.net_with_loss = nn.WithLossCell(network, loss_fn)
+        self.params = ms.ParameterTuple(self.net_with_loss.trainable_params())
+        self.grad = ops.GradOperation(get_by_list=True, sens_param=True)
+        self.dtypes: list[str] = []
+
+    def __call__(self, data, label, loss_scale: float = 1.0, loss_weight: float = 1.0) -> list[np.ndarray]:
+        seed = loss_scale * loss_weight
+        grads = self.grad(self.net_with_loss, self.params)(data, label, ms.Tensor(seed, ms.float32))
+        self.dtypes = [str(g.dtype) for g in grads]   # as computed, before the float64 division
+        return [g.asnumpy().astype(np.float64) / seed for g in grads]
+
+
+def gradient_fate(reference: list[np.ndarray], grads: list[np.ndarray]) -> dict[str, float | bool]:
+    """Compare gradients with a float32 reference: all finite?, share of entries flushed to zero,
+    and the relative error (L2 norm over all parameters)."""
+    ref = np.concatenate([r.ravel() for r in reference])
+    got = np.concatenate([g.ravel() for g in grads])
+    finite = bool(np.isfinite(got).all())
+    flushed = float(np.mean((got == 0) & (ref != 0)))
+    with np.errstate(invalid="ignore", over="ignore"):
+        rel = float(np.linalg.norm(got - ref) / np.linalg.norm(ref)) if finite else float("inf")
+    return {"finite": finite, "zero_fraction": flushed, "relative_error": rel}
+
+
+def describe_train_network(model) -> dict:
+    """What `ms.Model` built for training: the one-step wrapper, the loss scale it feeds the backward
+    pass, how it updates that scale, and the optimizer's own `loss_scale` (what it divides by)."""
+    train = model.train_network
+    info = {"wrapper": type(train).__name__, "loss_cell": type(train.network).__name__}
+    if hasattr(train, "scale_sense"):
+        sense = train.scale_sense
+        info["loss_scale"] = float(sense.asnumpy()) if hasattr(sense, "asnumpy") else sense
+        info["scale_update"] = type(getattr(train, "loss_scaling_manager", None)).__name__
+    else:
+        info["loss_scale"] = float(getattr(train, "sens", 1.0))
+        info["scale_update"] = "none (fixed)"
+    optimizer = getattr(train, "optimizer", None)
+    info["optimizer_divides_by"] = float(getattr(optimizer, "loss_scale", 1.0))
+    return info
+
+
+def level_defaults() -> dict[str, dict]:
+    """MindSpore's per-level settings for `Model(amp_level=...)` / `amp.build_train_network`, read from
+    mindspore/train/amp.py (`_config_level`, a private table: the source is the documentation)."""
+    from mindspore.train import amp as train_amp
+
+    table = train_amp._config_level  # pylint: disable=protected-access
+    return {level: {"cast_model_type": str(cfg["cast_model_type"]),
+                    "keep_batchnorm_fp32": cfg["keep_batchnorm_fp32"],
+                    "loss_scale_manager": type(cfg["loss_scale_manager"]).__name__
+                    if cfg["loss_scale_manager"] is not None else None}
+            for level, cfg in table.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# launched runs
+
+def step_seconds(result, rank: int = 0, skip: int = 1) -> list[float]:
+    """Per-step wall times of a launched run (from metrics.jsonl), leaving out the first `skip` steps
+    (the first step of a graph-mode run includes compilation)."""
+    times = [r["time"] for r in result.records(rank, "step")]
+    durations = [b - a for a, b in zip(times, times[1:])]
+    return durations[max(0, skip - 1):]
