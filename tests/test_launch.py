@@ -69,15 +69,19 @@ def test_msrun_dry_run_shows_bounded_timeout_and_workers(tmp_path):
     (["--startup", "mpirun"], "unknown --startup 'mpirun'"),
     (["--timeout", "0"], "--timeout must be a positive number"),
     (["--bogus"], "unknown option '--bogus'"),
-    (["--workers"], "--workers needs a value"),
+    (["--timeout"], "--timeout needs a value"),
     (["no_such_script.py"], "SCRIPT 'no_such_script.py' not found"),
     (["--startup", "ranktable"], "needs --rank-table FILE"),
     (["--startup", "ranktable", "--rank-table", "rank_table_file.json", "--workers", "2"],
      "this server has 8 cards in the table but the job asks for 2 workers"),
     (["--startup", "ranktable", "--rank-table", "rank_table_file.json"], "rank-table startup needs Ascend"),
+    (["--", "--parallel-mode", "semi_auto_parallel"], "--parallel-mode semi_auto_parallel needs Ascend"),
+    (["--", "--parallel-mode", "auto_parallel", "--search-mode", "sharding_propagation"],
+     "--parallel-mode auto_parallel needs Ascend"),
+    (["--", "--epochs", "0"], "--epochs must be at least 1"),
 ])
 def test_bad_input_is_named_before_anything_starts(args, message, tmp_path):
-    result = run_sh(*args, "--log-dir", str(tmp_path / "bad"))
+    result = run_sh("--log-dir", str(tmp_path / "bad"), *args)
     assert result.returncode == 2
     assert message in result.stderr
 
