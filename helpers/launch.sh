@@ -15,7 +15,8 @@ SCRIPT      a Python file, or `python -m MODULE ...`. Default: python -m helpers
             (the series' training entry point). `-- --epochs 2` passes ARGS to the default.
 
 Options:
-  --workers N         ranks in the whole job (default: 8 on an Ascend node, 2 on CPU; env TUTORIAL_WORKERS)
+  --workers N         ranks in the whole job (default: 8 on an Ascend node, 2 on CPU; env TUTORIAL_WORKERS;
+                      rank-table startup: the table's rank count)
   --local-workers M   ranks started on this node (default: all of them; multi-node: --workers / nodes)
   --node-rank R       this node's index in a multi-node msrun job (node R holds ranks R*M .. R*M+M-1)
   --master-addr A     the scheduler's address, on node 0 (default 127.0.0.1: this machine only)
@@ -232,7 +233,8 @@ run_msrun() {
         echo "launch.sh: $WORKERS ranks on $DEVICE via msrun (port $PORT), logs in $LOG_DIR"
     fi
     trap on_interrupt INT TERM
-    "${cmd[@]}" > >(tee -a "$LOG_DIR/launcher.log") 2>&1 &
+    # tee runs without the job id: stopping the job must not cut msrun's last lines from launcher.log.
+    "${cmd[@]}" > >(env -u TUTORIAL_JOB_ID tee -a "$LOG_DIR/launcher.log") 2>&1 &
     local msrun_pid=$! failed_at="" hung=0
     # msrun kills the other workers when one fails, then waits for the scheduler, which can wait
     # out the whole cluster timeout. Once a failure is seen, give it 5 s, then stop the rest.
@@ -259,7 +261,7 @@ run_ranktable() {
     [[ -n "$RANK_TABLE" ]] || die "--startup ranktable needs --rank-table FILE"
     [[ -f "$RANK_TABLE" ]] || die "rank table '$RANK_TABLE' not found"
     RANK_TABLE="$(cd "$(dirname "$RANK_TABLE")" && pwd)/$(basename "$RANK_TABLE")"
-    local local_args=(local "$RANK_TABLE")   # worker count: the table's cards, unless --workers says otherwise
+    local local_args=(local "$RANK_TABLE")   # this server's cards; --workers, if given, must be the table's total
     [[ -n "$WORKERS_ARG" ]] && local_args+=(--workers "$WORKERS_ARG")
     [[ -n "$SERVER_ID" ]] && local_args+=(--server-id "$SERVER_ID")
     local ranks

@@ -73,7 +73,7 @@ def test_msrun_dry_run_shows_bounded_timeout_and_workers(tmp_path):
     (["no_such_script.py"], "SCRIPT 'no_such_script.py' not found"),
     (["--startup", "ranktable"], "needs --rank-table FILE"),
     (["--startup", "ranktable", "--rank-table", "rank_table_file.json", "--workers", "2"],
-     "this server has 8 cards in the table but the job asks for 2 workers"),
+     "the table has 8 ranks but the job asks for 2 workers"),
     (["--startup", "ranktable", "--rank-table", "rank_table_file.json"], "rank-table startup needs Ascend"),
     (["--", "--parallel-mode", "semi_auto_parallel"], "--parallel-mode semi_auto_parallel needs Ascend"),
     (["--", "--parallel-mode", "auto_parallel", "--search-mode", "sharding_propagation"],
