@@ -89,6 +89,8 @@ def run_node(*script_args: str, node_rank: int, local_workers: int, workers: int
             "TUTORIAL_RUN_DIR": str(run_dir)}
     if device == "CPU":  # as launch.sh does (DESIGN.md §5: oneDNN's slow conv kernel on AVX-512)
         base.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
+    for name in ("MS_RETRY_INTERVAL_LOWER", "MS_RETRY_INTERVAL_UPPER"):  # launch.sh's 1 s heartbeat
+        base.setdefault(name, "1")
     target = [str(Path(script).resolve())] if script is not None else ["-m", module]
     command = ["python", *target, *[str(a) for a in script_args]]
     first = node_rank * local_workers
