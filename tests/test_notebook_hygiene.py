@@ -63,6 +63,13 @@ def test_every_skipped_cell_is_allowed_and_explained(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_figures_render(path):
+    """helpers' plots return Figure objects, which Jupyter renders only with the inline backend."""
+    first_code = next(c for c in load(path)["cells"] if c["cell_type"] == "code")
+    assert "".join(first_code["source"]).startswith("%matplotlib inline"), "start with %matplotlib inline"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_follows_the_template(path):
     markdown = "\n".join("".join(c["source"]) for c in load(path)["cells"] if c["cell_type"] == "markdown")
     assert markdown.lstrip().startswith("# "), "starts with a title"
