@@ -69,6 +69,7 @@ def main() -> int:
     import numpy as np
     from mindspore import nn, ops
 
+    from helpers.scaling import pin_to_core
     from helpers.train import build_network
 
     ms.set_context(mode=ms.GRAPH_MODE)
@@ -90,12 +91,7 @@ def main() -> int:
             x = ms.Tensor(rng.standard_normal((batches[net_name], *shape), dtype=np.float32))
             y = ms.Tensor(rng.integers(0, classes, batches[net_name]).astype(np.int32))
             steps[(net_name, level)] = (train, x, y)
-    core = min(os.sched_getaffinity(0))
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(tid), {core})
-        except OSError:
-            pass
+    pin_to_core(min(os.sched_getaffinity(0)))
 
     def out_value(result):
         return (result[0] if isinstance(result, tuple) else result).asnumpy()

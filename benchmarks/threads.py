@@ -55,6 +55,7 @@ def worker(setting: str) -> dict:
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from helpers.nets import SmallConvNet
+    from helpers.scaling import pin_to_core
 
     ms.set_context(mode=ms.GRAPH_MODE)
     ms.set_device("CPU")
@@ -67,12 +68,7 @@ def worker(setting: str) -> dict:
     x = ms.Tensor(np.random.default_rng(0).standard_normal((32, 3, 32, 32), dtype=np.float32))
     y = ms.Tensor(np.zeros(32, np.int32))
     if setting.startswith("affinity"):
-        core = min(os.sched_getaffinity(0))
-        for tid in os.listdir("/proc/self/task"):
-            try:
-                os.sched_setaffinity(int(tid), {core})
-            except OSError:
-                pass
+        pin_to_core(min(os.sched_getaffinity(0)))
     for _ in range(5):
         step(x, y).asnumpy()
     cpu0, wall0 = time.process_time(), time.perf_counter()
