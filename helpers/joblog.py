@@ -20,6 +20,8 @@ _NOISE = re.compile(r"^\[(INFO|WARNING|DEBUG)\] ")
 _FAILURE = re.compile(r"Traceback \(most recent call last\)|^\[(ERROR|CRITICAL)\]|^\w*(Error|Exception): ")
 _MSRUN_EXIT = re.compile(r"Worker process (\d+) exit with exception\. Error code: (-?\d+)")
 _LAUNCHER_EXIT = re.compile(r"launch\.sh: rank (\d+) exited with code (-?\d+)")
+_NO_CLUSTER = "Failed to initialize distributed job cluster"   # init() gave up waiting for the others
+_JOINED = re.compile(r"This node \d+ rank id: \d+")             # MindSpore's line once a rank has joined
 
 
 def rank_logs(run_dir: str | Path) -> dict[int, Path]:
@@ -74,10 +76,25 @@ def failed_ranks(run_dir: str | Path) -> dict[int, str]:
     return dict(sorted(failed.items()))
 
 
+def never_joined(run_dir: str | Path) -> list[int]:
+    """Ranks that never joined the cluster, when the cluster failed to form (else [])."""
+    texts = {rank: path.read_text(encoding="utf-8", errors="replace") for rank, path in rank_logs(run_dir).items()}
+    if not any(_NO_CLUSTER in text for text in texts.values()):
+        return []
+    return [rank for rank, text in texts.items() if _NO_CLUSTER not in text and not _JOINED.search(text)]
+
+
 def failure_report(run_dir: str | Path, lines: int = 20) -> str:
     """A short text naming each failed rank with the tail of its log."""
     failed = failed_ranks(run_dir)
     logs = rank_logs(run_dir)
+    missing = never_joined(run_dir)
+    if missing:
+        failed = {rank: "never joined the cluster" for rank in missing}
+        header = (f"the cluster did not form: rank(s) {', '.join(map(str, missing))} never called init() within "
+                  "the cluster timeout (--timeout / timeout=), and the others gave up waiting for them.")
+        return "\n\n".join([header] + [f"rank {rank} {reason}; last lines of {logs[rank]}:\n{tail(logs[rank], lines)}"
+                                        for rank, reason in failed.items()])
     if not failed:  # e.g. a hung job: show where every rank stopped
         return "\n\n".join([f"no rank log shows an error; the last lines of each rank's log (all in {run_dir}):"]
                            + [f"rank {rank} ({path}):\n{tail(path, 8)}" for rank, path in logs.items()])

@@ -21,7 +21,10 @@ Options:
   --node-rank R       this node's index in a multi-node msrun job (node R holds ranks R*M .. R*M+M-1)
   --master-addr A     the scheduler's address, on node 0 (default 127.0.0.1: this machine only)
   --device D          CPU or Ascend (default: detected; env TUTORIAL_DEVICE)
-  --startup S         msrun (default): MindSpore's dynamic cluster, a scheduler plus N workers.
+  --startup S         dynamic (default on one node): MindSpore's dynamic cluster (动态组网), a scheduler
+                      plus N workers, started by this launcher directly with the environment msrun gives
+                      them (MS_ROLE, MS_SCHED_HOST, MS_SCHED_PORT, MS_WORKER_NUM, RANK_ID, ...).
+                      msrun (default with --local-workers): the same cluster, started through msrun.
                       ranktable: Ascend only; one process per card with RANK_TABLE_FILE, RANK_ID,
                       DEVICE_ID and RANK_SIZE set, each in its own folder RUN/rank_<k>/.
   --rank-table FILE   the rank table for --startup ranktable (validated before anything starts)
@@ -60,7 +63,7 @@ PYTHON="${TUTORIAL_PYTHON:-}"
 export PATH="$(dirname "$PYTHON"):$PATH"
 export PYTHONPATH="$PROJECT${PYTHONPATH:+:$PYTHONPATH}"
 
-WORKERS_ARG="" LOCAL_WORKERS="" NODE_RANK="" MASTER_ADDR="127.0.0.1" DEVICE="" STARTUP="msrun" RANK_TABLE="" SERVER_ID="" LOG_DIR="" PORT="" TIMEOUT=60 DRY_RUN=0
+WORKERS_ARG="" LOCAL_WORKERS="" NODE_RANK="" MASTER_ADDR="127.0.0.1" DEVICE="" STARTUP="" RANK_TABLE="" SERVER_ID="" LOG_DIR="" PORT="" TIMEOUT=60 DRY_RUN=0
 HANG_TIMEOUT=300
 need_value() { [[ $# -ge 2 && -n "$2" && "$2" != --* ]] || die "$1 needs a value (see --help)"; }
 while [[ $# -gt 0 ]]; do
@@ -110,11 +113,15 @@ if (( LOCAL_WORKERS < WORKERS )); then
     [[ "$NODE_RANK" =~ ^[0-9]+$ && "$NODE_RANK" -lt $((WORKERS / LOCAL_WORKERS)) ]] \
         || die "a multi-node job needs --node-rank 0..$((WORKERS / LOCAL_WORKERS - 1)) on each node, got '$NODE_RANK'"
     [[ -n "$PORT" ]] || die "a multi-node job needs the same --port on every node (the scheduler's, on node 0)"
-    [[ "$STARTUP" == msrun ]] || die "--local-workers/--node-rank are msrun options; a rank table lists every node"
+    [[ -z "$STARTUP" || "$STARTUP" == msrun ]] \
+        || die "--local-workers/--node-rank are msrun options; a rank table lists every node"
 fi
 [[ "$TIMEOUT" =~ ^[0-9]+$ && "$TIMEOUT" -ge 1 ]] || die "--timeout must be a positive number of seconds, got '$TIMEOUT'"
 [[ "$HANG_TIMEOUT" =~ ^[0-9]+$ ]] || die "--hang-timeout must be a number of seconds (0 = off), got '$HANG_TIMEOUT'"
-case "$STARTUP" in msrun|ranktable) ;; *) die "unknown --startup '$STARTUP': use msrun or ranktable" ;; esac
+if [[ -z "$STARTUP" ]]; then   # one node: start the cluster directly; one node of several: msrun, as on every node
+    if (( LOCAL_WORKERS < WORKERS )); then STARTUP=msrun; else STARTUP=dynamic; fi
+fi
+case "$STARTUP" in dynamic|msrun|ranktable) ;; *) die "unknown --startup '$STARTUP': use dynamic, msrun or ranktable" ;; esac
 # The training entry point checks its own arguments for this device first: a bad option (or a
 # parallel mode this device cannot run) fails now, in a second, not after the cluster has formed.
 if [[ "${SCRIPT_CMD[*]:0:3}" == "python -m helpers.train" ]]; then
@@ -152,13 +159,12 @@ if [[ "$DEVICE" == CPU ]]; then
     export ONEDNN_MAX_CPU_ISA="${ONEDNN_MAX_CPU_ISA:-AVX2}"
 fi
 
-job_pids() {  # every live process whose environment carries this job's id
+job_pids() {  # every live process whose environment carries this job's id (one grep, not one per process)
     local f pid
-    for f in /proc/[0-9]*/environ; do
+    while IFS= read -r f; do
         pid="${f#/proc/}"; pid="${pid%/environ}"
-        [[ "$pid" == "$$" || "$pid" == "$BASHPID" ]] && continue
-        grep -qz "^TUTORIAL_JOB_ID=$TUTORIAL_JOB_ID$" "$f" 2>/dev/null && echo "$pid"
-    done
+        [[ "$pid" == "$$" || "$pid" == "$BASHPID" ]] || echo "$pid"
+    done < <(env -u TUTORIAL_JOB_ID grep -lzx "TUTORIAL_JOB_ID=$TUTORIAL_JOB_ID" /proc/[0-9]*/environ 2>/dev/null)
 }
 stop_job() {  # TERM, a short grace, then KILL whatever of the job is left
     local pids
@@ -211,7 +217,7 @@ on_interrupt() {
     stop_job; exit 130
 }
 
-run_msrun() {
+pick_port() {  # the scheduler's port: the caller's (checked free), or one the kernel says is free
     if [[ -n "$PORT" && "${NODE_RANK:-0}" -gt 0 ]]; then
         :   # another node's scheduler owns this port; nothing listens on it here
     elif [[ -n "$PORT" ]]; then
@@ -219,6 +225,77 @@ run_msrun() {
     else
         PORT="$("$PYTHON" -m helpers.ports free)"
     fi
+}
+
+run_dynamic() {
+    # MindSpore's dynamic cluster, started the way msrun starts it (process_entity/_api.py), minus
+    # msrun itself: one scheduler (MS_ROLE=MS_SCHED) and one process per rank (MS_ROLE=MS_WORKER).
+    # Every rank is this launcher's child, so its exit code is known the moment it exits, and the
+    # idle scheduler is stopped as soon as every rank is done (msrun waits for its 5 s shutdown poll).
+    pick_port
+    export MS_SCHED_HOST="$MASTER_ADDR" MS_SCHED_PORT="$PORT" MS_WORKER_NUM="$WORKERS" \
+           MS_TOPO_TIMEOUT="$TIMEOUT" RANK_SIZE="$WORKERS"
+    local sched_cmd=(python -c "import mindspore as ms; from mindspore.communication import init; ms.set_device('$DEVICE'); init()")
+    local k
+    if [[ $DRY_RUN -eq 1 ]]; then
+        echo "# dynamic-cluster startup: $WORKERS workers on $DEVICE, logs in $LOG_DIR"
+        echo "scheduler: MS_ROLE=MS_SCHED MS_SCHED_HOST=$MASTER_ADDR MS_SCHED_PORT=$PORT MS_WORKER_NUM=$WORKERS" \
+             "MS_TOPO_TIMEOUT=$TIMEOUT RANK_ID=0 -> ${sched_cmd[*]} > $LOG_DIR/scheduler.log"
+        for ((k = 0; k < WORKERS; k++)); do
+            echo "rank $k: MS_ROLE=MS_WORKER MS_SCHED_HOST=$MASTER_ADDR MS_SCHED_PORT=$PORT MS_WORKER_NUM=$WORKERS" \
+                 "MS_TOPO_TIMEOUT=$TIMEOUT MS_NODE_ID=$k RANK_ID=$k DEVICE_ID=$k RANK_SIZE=$WORKERS" \
+                 "TUTORIAL_RUN_DIR=$LOG_DIR -> ${SCRIPT_CMD[*]} > $LOG_DIR/worker_$k.log"
+        done
+        return 0
+    fi
+    echo "launch.sh: $WORKERS ranks on $DEVICE via MindSpore's dynamic cluster (port $PORT), logs in $LOG_DIR" \
+        | tee -a "$LOG_DIR/launcher.log"
+    trap on_interrupt INT TERM
+    # Each process leads its own session, as under msrun (os.setsid): a Ctrl-C reaches the launcher only.
+    local session=(); command -v setsid > /dev/null && session=(setsid -w)
+    MS_ROLE=MS_SCHED RANK_ID=0 "${session[@]}" "${sched_cmd[@]}" > "$LOG_DIR/scheduler.log" 2>&1 &
+    local sched_pid=$! pids=() ranks_of=()
+    for ((k = 0; k < WORKERS; k++)); do
+        if (( k == 0 )); then   # rank 0's lines also go to the console, as msrun --tail_worker_log=0 does
+            MS_ROLE=MS_WORKER MS_NODE_ID=$k RANK_ID=$k DEVICE_ID=$k "${session[@]}" "${SCRIPT_CMD[@]}" \
+                > >(env -u TUTORIAL_JOB_ID tee "$LOG_DIR/worker_$k.log") 2>&1 &
+        else
+            MS_ROLE=MS_WORKER MS_NODE_ID=$k RANK_ID=$k DEVICE_ID=$k "${session[@]}" "${SCRIPT_CMD[@]}" \
+                > "$LOG_DIR/worker_$k.log" 2>&1 &
+        fi
+        pids+=($!); ranks_of+=("$k"); echo "$! $k" >> "$PID_MAP"
+    done
+    local rc=0 running=${#pids[@]} i code ticks=0
+    while [[ $running -gt 0 && $rc -eq 0 ]]; do
+        sleep 0.2; running=0; ticks=$((ticks + 1))
+        for i in "${!pids[@]}"; do
+            if kill -0 "${pids[$i]}" 2>/dev/null; then running=$((running + 1)); continue; fi
+            wait "${pids[$i]}"; code=$?
+            unset 'pids[i]'
+            if [[ $code -ne 0 ]]; then
+                rc=$code
+                echo "launch.sh: rank ${ranks_of[$i]} exited with code $code; stopping the others" \
+                    | tee -a "$LOG_DIR/launcher.log" >&2
+            fi
+        done
+        if [[ $rc -eq 0 && -n "$sched_pid" && $running -gt 0 ]] && ! kill -0 "$sched_pid" 2>/dev/null; then
+            wait "$sched_pid"; code=$?; sched_pid=""
+            if [[ $code -ne 0 ]]; then
+                rc=$code
+                echo "launch.sh: the scheduler exited with code $code (see scheduler.log); stopping the ranks" \
+                    | tee -a "$LOG_DIR/launcher.log" >&2
+            fi
+        fi
+        if [[ $rc -eq 0 ]] && (( ticks % 5 == 0 )) && job_is_hung; then rc=124; fi
+    done
+    trap - INT TERM
+    stop_job   # the ranks are done (or one failed): stop the rest and the idle scheduler
+    if [[ $rc -ne 0 ]]; then report_failure "$rc"; fi
+    return "$rc"
+}
+
+run_msrun() {
+    pick_port
     local cmd=("$PYTHON" -m mindspore.parallel.cluster.run --worker_num="$WORKERS" --local_worker_num="$LOCAL_WORKERS"
                --master_addr="$MASTER_ADDR" --master_port="$PORT" --log_dir="$LOG_DIR" --join=True
                --cluster_time_out="$TIMEOUT" --tail_worker_log=0)
@@ -315,6 +392,6 @@ run_ranktable() {
     return "$rc"
 }
 
-if [[ "$STARTUP" == msrun ]]; then run_msrun; else run_ranktable; fi
+case "$STARTUP" in dynamic) run_dynamic ;; msrun) run_msrun ;; ranktable) run_ranktable ;; esac
 exit $?
 }

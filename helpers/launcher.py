@@ -127,7 +127,7 @@ def _stop(process: subprocess.Popen) -> None:
 
 def launch(*script_args: str, workers: int | None = None, local_workers: int | None = None,
            node_rank: int | None = None, master_addr: str | None = None, device: str | None = None,
-           script: str | None = None, module: str | None = None, name: str = "run", startup: str = "msrun",
+           script: str | None = None, module: str | None = None, name: str = "run", startup: str | None = None,
            rank_table: str | os.PathLike | None = None, server_id: str | None = None,
            port: int | None = None, timeout: int = 60,
            hang_timeout: int | None = None, dry_run: bool = False, quiet: bool = False,
@@ -143,9 +143,8 @@ def launch(*script_args: str, workers: int | None = None, local_workers: int | N
     Interrupting (Ctrl-C, or the notebook's stop button) stops every process of the job.
     """
     run_dir = new_run_dir(name)
-    command = ["bash", str(LAUNCH_SH), "--log-dir", str(run_dir), "--timeout", str(timeout),
-               "--startup", startup]
-    options = {"--workers": workers, "--local-workers": local_workers, "--node-rank": node_rank,
+    command = ["bash", str(LAUNCH_SH), "--log-dir", str(run_dir), "--timeout", str(timeout)]
+    options = {"--startup": startup, "--workers": workers, "--local-workers": local_workers, "--node-rank": node_rank,
                "--master-addr": master_addr, "--device": device, "--rank-table": rank_table,
                "--server-id": server_id, "--port": port,
                "--hang-timeout": hang_timeout}

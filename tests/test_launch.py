@@ -53,9 +53,25 @@ def test_ranktable_dry_run_prints_each_rank_environment(tmp_path):
     assert not (tmp_path / "rt").exists(), "a dry run must not create anything"
 
 
+def test_dynamic_dry_run_is_the_default_and_shows_each_process(tmp_path):
+    result = run_sh("--dry-run", "--workers", "3", "--timeout", "45", "--port", "23457",
+                    "--log-dir", str(tmp_path / "d"), "--", "--epochs", "1")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("# dynamic-cluster startup: 3 workers")
+    sched = [line for line in result.stdout.splitlines() if line.startswith("scheduler:")]
+    assert len(sched) == 1 and "MS_ROLE=MS_SCHED MS_SCHED_HOST=127.0.0.1 MS_SCHED_PORT=23457" in sched[0]
+    ranks = [line for line in result.stdout.splitlines() if line.startswith("rank ")]
+    assert len(ranks) == 3
+    for k, line in enumerate(ranks):
+        assert (f"MS_ROLE=MS_WORKER MS_SCHED_HOST=127.0.0.1 MS_SCHED_PORT=23457 MS_WORKER_NUM=3 MS_TOPO_TIMEOUT=45 "
+                f"MS_NODE_ID={k} RANK_ID={k} DEVICE_ID={k} RANK_SIZE=3") in line
+        assert line.endswith(f"python -m helpers.train --epochs 1 > {tmp_path / 'd'}/worker_{k}.log")
+    assert not (tmp_path / "d").exists(), "a dry run must not create anything"
+
+
 def test_msrun_dry_run_shows_bounded_timeout_and_workers(tmp_path):
-    result = run_sh("--dry-run", "--workers", "3", "--timeout", "45", "--log-dir", str(tmp_path / "d"),
-                    "--", "--epochs", "1")
+    result = run_sh("--dry-run", "--startup", "msrun", "--workers", "3", "--timeout", "45",
+                    "--log-dir", str(tmp_path / "d"), "--", "--epochs", "1")
     assert result.returncode == 0, result.stderr
     assert "--worker_num=3" in result.stdout and "--cluster_time_out=45" in result.stdout
     assert "--join=True" in result.stdout and "python -m helpers.train --epochs 1" in result.stdout
@@ -66,7 +82,7 @@ def test_msrun_dry_run_shows_bounded_timeout_and_workers(tmp_path):
     (["--workers", "0"], "--workers must be a positive integer"),
     (["--workers", "two"], "--workers must be a positive integer"),
     (["--device", "GPU"], "unknown device 'GPU'"),
-    (["--startup", "mpirun"], "unknown --startup 'mpirun'"),
+    (["--startup", "mpirun"], "unknown --startup 'mpirun': use dynamic, msrun or ranktable"),
     (["--timeout", "0"], "--timeout must be a positive number"),
     (["--bogus"], "unknown option '--bogus'"),
     (["--timeout"], "--timeout needs a value"),

@@ -47,6 +47,20 @@ def test_worker_raising_before_init(tmp_path):
     assert "RuntimeError: broken before init" in result.output
 
 
+def test_rank_that_never_joins_is_named_after_the_cluster_timeout(tmp_path):
+    script = tmp_path / "late_rank.py"
+    script.write_text("import os, time\n"
+                      "if os.environ.get('MS_ROLE') == 'MS_WORKER' and os.environ.get('RANK_ID') == '1':\n"
+                      "    time.sleep(600)\n"
+                      "from helpers.dist import setup_distributed\n"
+                      "setup_distributed('CPU')\n")
+    result = launch(script=str(script), workers=2, timeout=8, name="fault-never-joins", quiet=True)
+    assert result.returncode != 0
+    assert "the cluster did not form: rank(s) 1 never called init() within the cluster timeout" in result.output
+    assert result.wall_time < 60
+    assert job_processes(result.run_dir) == []
+
+
 def test_worker_raising_mid_training():
     result = launch(*SMALL, "--fault", "raise", "--fault-rank", "1", "--fault-step", "3", workers=2,
                     name="fault-raise", quiet=True)
@@ -58,7 +72,13 @@ def test_worker_raising_mid_training():
 def test_worker_killed_by_a_signal():
     result = launch(*SMALL, "--fault", "kill", "--fault-rank", "1", "--fault-step", "3", workers=2,
                     name="fault-kill", quiet=True)
-    assert_failed_fast(result, 1, "exited with code -9 (killed by signal 9)")
+    assert_failed_fast(result, 1, "exited with code 137 (killed by signal 9)")  # bash's 128 + 9
+
+
+def test_worker_killed_by_a_signal_under_msrun():
+    result = launch(*SMALL, "--fault", "kill", "--fault-rank", "1", "--fault-step", "3", workers=2,
+                    startup="msrun", name="fault-kill-msrun", quiet=True)
+    assert_failed_fast(result, 1, "exited with code -9 (killed by signal 9)")  # Python's -9, msrun's report
 
 
 def test_hung_worker_is_stopped():
@@ -225,7 +245,7 @@ def test_two_jobs_side_by_side_do_not_interfere():
     assert all(r.ok for r in results), [r.output[-2000:] for r in results]
     assert results[0].run_dir != results[1].run_dir
     ports = [line.split("port ")[1].split(")")[0] for r in results for line in r.output.splitlines()
-             if line.startswith("launch.sh:") and "via msrun" in line]
+             if line.startswith("launch.sh:") and "(port " in line]
     assert len(set(ports)) == 2, ports
     for result in results:
         assert sorted(p.name for p in result.run_dir.glob("rank_*")) == ["rank_0", "rank_1"]

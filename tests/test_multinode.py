@@ -11,20 +11,7 @@ from helpers import launch
 from helpers.multinode import run_node, wait_for_listener, worker_env
 from helpers.ports import free_port
 
-# Each worker records the launch environment it was given, then joins the cluster and AllReduces.
-ENV_DUMP = """\
-import json, os
-from helpers.dist import barrier, setup_distributed
-keys = sorted(k for k in os.environ if k.startswith(("MS_", "RANK_")) or k == "DEVICE_ID")
-record = {k: os.environ[k] for k in keys}
-rank, world = setup_distributed("CPU")
-import mindspore as ms, numpy as np
-from mindspore import ops
-record.update(rank=rank, world=world, sum=float(ops.AllReduce()(ms.Tensor(np.ones(1, np.float32))).asnumpy()[0]))
-out = os.path.join(os.environ["TUTORIAL_RUN_DIR"], f"env_{rank}.json")
-open(out, "w").write(json.dumps(record))
-barrier()
-"""
+ENV_DUMP = Path(__file__).with_name("env_dump_job.py")  # records its launch variables, then AllReduces
 
 
 def test_worker_env_numbers_ranks_like_msrun():
@@ -53,11 +40,10 @@ def test_wait_for_listener():
 
 
 @pytest.mark.launch
-def test_msrun_node_and_run_node_form_one_cluster_with_msruns_environment(tmp_path):
+def test_msrun_node_and_run_node_form_one_cluster_with_msruns_environment():
     """Node 0 via msrun, node 1 via run_node: one 4-rank cluster, and node 1's workers got the same
     launch variables as msrun's own workers (only the per-rank values differ)."""
-    script = tmp_path / "env_dump.py"
-    script.write_text(ENV_DUMP)
+    script = ENV_DUMP
     port, results = free_port(), {}
 
     def node0():
@@ -93,3 +79,19 @@ def test_a_node_without_scheduler_fails_within_the_cluster_timeout():
     assert result.returncode not in (0, 124), result.output
     assert result.wall_time < 90
     assert "exited with code" in result.output
+
+
+@pytest.mark.launch
+def test_dynamic_startup_gives_each_worker_msruns_environment():
+    """launch.sh's default startup and msrun: same launch variables for every rank (the port aside)."""
+    envs = {}
+    for startup in ("dynamic", "msrun"):
+        result = launch(script=str(ENV_DUMP), workers=2, startup=startup,
+                        device="CPU", name=f"test-env-{startup}", quiet=True).check()
+        envs[startup] = {}
+        for path in sorted(Path(result.run_dir).glob("env_*.json")):
+            record = json.loads(path.read_text())
+            record.pop("MS_SCHED_PORT")
+            envs[startup][record["rank"]] = record
+    assert sorted(envs["dynamic"]) == [0, 1]
+    assert envs["dynamic"] == envs["msrun"]
