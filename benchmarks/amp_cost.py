@@ -69,7 +69,7 @@ def main() -> int:
     import numpy as np
     from mindspore import nn, ops
 
-    from helpers.scaling import pin_to_core
+    from helpers.dist import pin_to_core
     from helpers.train import build_network
 
     ms.set_context(mode=ms.GRAPH_MODE)

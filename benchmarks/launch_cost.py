@@ -1,7 +1,7 @@
 """Launch cost of a minimal 2-worker MindSpore job, launcher against launcher, interleaved.
 
     .venv/bin/python benchmarks/launch_cost.py --rounds 3 \
-        --variants msrun,msrun_hb1,launch_sh,fast --out benchmarks/results/launch_cost.jsonl
+        --variants msrun,launch_sh,launch_sh_msrun --out benchmarks/results/launch_cost_H.jsonl
 
 Every round runs each variant once, in turn (A, B, C, A, B, C, ...), so a change in the machine's
 load hits all variants alike. Each run is the job of benchmarks/minimal_job.py (init() + 10 steps
@@ -17,13 +17,14 @@ of a 32->64->10 net); its workers print wall-clock marks, from which the run is 
 One JSON line per run goes to --out, with the 1-minute load average before and after the run and
 the CPU seconds (user + system) of the whole process tree: on a shared machine the wall time
 follows the load, the CPU seconds hardly do.
-Variants (`fast` needs --fast-launcher, a launch.sh with the proposed dynamic-cluster startup):
+Variants:
 
-    msrun       bare msrun, as a reader would type it (venv on PATH)
-    msrun_hb1   bare msrun with MS_RETRY_INTERVAL_LOWER=1 MS_RETRY_INTERVAL_UPPER=1
-    launch_sh   the series' helpers/launch.sh as committed
-    fast        --fast-launcher (default /tmp/launch_fast.sh)
-    msrun1      bare msrun, 1 worker (the single-worker reference)
+    msrun            bare msrun, as a reader would type it (venv on PATH)
+    msrun_hb1        bare msrun with MS_RETRY_INTERVAL_LOWER=1 MS_RETRY_INTERVAL_UPPER=1
+    launch_sh        the series' helpers/launch.sh as committed (its default startup)
+    launch_sh_msrun  helpers/launch.sh --startup msrun (the same launcher driving msrun)
+    fast             --fast-launcher FILE: a candidate launch.sh, measured before it is adopted
+    msrun1           bare msrun, 1 worker (the single-worker reference)
 """
 
 from __future__ import annotations
@@ -63,8 +64,10 @@ def command(variant: str, log_dir: Path, fast_launcher: str) -> tuple[list[str],
             env.update(MS_RETRY_INTERVAL_LOWER="1", MS_RETRY_INTERVAL_UPPER="1")
         cmd = [str(VENV_BIN / "msrun"), f"--worker_num={workers}", f"--local_worker_num={workers}",
                f"--master_port={free_port()}", f"--log_dir={log_dir}", "--join=True", str(JOB)]
-    elif variant == "launch_sh":
+    elif variant in ("launch_sh", "launch_sh_msrun"):
         cmd = ["bash", str(ROOT / "helpers" / "launch.sh"), "--workers", "2", "--log-dir", str(log_dir), str(JOB)]
+        if variant == "launch_sh_msrun":
+            cmd[2:2] = ["--startup", "msrun"]
     elif variant == "fast":
         env["TUTORIAL_PYTHON"] = sys.executable  # the copy lives outside the project
         cmd = ["bash", fast_launcher, "--workers", "2", "--log-dir", str(log_dir), str(JOB)]
@@ -146,7 +149,7 @@ def summarize(records: list[dict]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--variants", default="msrun,launch_sh,fast")
+    parser.add_argument("--variants", default="msrun,launch_sh,launch_sh_msrun")
     parser.add_argument("--fast-launcher", default="/tmp/launch_fast.sh")
     parser.add_argument("--logs", default="/tmp/launch_cost_runs")
     parser.add_argument("--out", default="benchmarks/results/launch_cost.jsonl")

@@ -54,8 +54,8 @@ def worker(setting: str) -> dict:
     from mindspore import nn
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from helpers.dist import pin_to_core
     from helpers.nets import SmallConvNet
-    from helpers.scaling import pin_to_core
 
     ms.set_context(mode=ms.GRAPH_MODE)
     ms.set_device("CPU")

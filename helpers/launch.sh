@@ -128,7 +128,7 @@ if [[ "${SCRIPT_CMD[*]:0:3}" == "python -m helpers.train" ]]; then
     TUTORIAL_DEVICE="$DEVICE" "$PYTHON" -m helpers.train --check "${SCRIPT_CMD[@]:3}" \
         || die "helpers.train refused its arguments (see above); nothing was started"
 fi
-if [[ "$DEVICE" == Ascend && "$STARTUP" == msrun ]]; then
+if [[ "$DEVICE" == Ascend && "$STARTUP" != ranktable ]]; then
     CARDS=$(ls /dev/davinci[0-9]* 2>/dev/null | wc -l)
     [[ "$CARDS" -eq 0 || "$LOCAL_WORKERS" -le "$CARDS" ]] \
         || die "$LOCAL_WORKERS ranks on this node but it has $CARDS Ascend cards: lower --workers (or --local-workers)"

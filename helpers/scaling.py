@@ -207,20 +207,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def pin_to_core(core: int) -> int:
-    """Pin every thread of this process (and so every thread it starts later) to one CPU core; returns it.
-
-    Called after `init()`, so cluster formation is not slowed down by the pinning (DESIGN.md §5).
-    """
-    tids = [int(t) for t in os.listdir("/proc/self/task")] if os.path.isdir("/proc/self/task") else [0]
-    for tid in tids:
-        try:
-            os.sched_setaffinity(tid, {core})
-        except OSError:  # a thread that has just exited
-            pass
-    return core
-
-
 def machine_busy_seconds() -> float | None:
     """CPU seconds all processes of this machine have spent busy since boot (Linux /proc/stat), or None."""
     try:
@@ -331,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     import json
 
     from helpers.device import detect_device
-    from helpers.dist import barrier, setup_distributed
+    from helpers.dist import barrier, one_core_per_rank, setup_distributed
 
     device = detect_device()
     rank, world = setup_distributed(device)   # under msrun the scheduler never returns from here
@@ -340,12 +326,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, gradients_mean=True)
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    pin = args.pin == "yes" or (args.pin == "auto" and device == "CPU")
-    core = pin_to_core(cores[rank % len(cores)]) if pin and cores else None
-    threads = args.threads or (1 if core is not None else 0)
-    if threads and device == "CPU":
-        # MindSpore starts 25 CPU kernel threads by default: on one pinned core they only fight.
-        ms.device_context.cpu.op_tuning.threads_num(threads)
+    core, threads = one_core_per_rank(rank, device, args.pin, args.threads)
     path = Path(args.out) / f"rank_{rank}" / "metrics.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
 

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from helpers.device import detect_device
-from helpers.dist import barrier, setup_distributed
+from helpers.dist import barrier, one_core_per_rank, setup_distributed
 from helpers.parallel_modes import (
     APIS,
     PARALLEL_MODES,
@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--fault", choices=FAULTS, help="inject a fault (notebook 04): raise, kill -9, or hang")
     parser.add_argument("--fault-rank", type=int, default=0, help="rank that suffers --fault")
     parser.add_argument("--fault-step", type=int, default=1, help="global step after which --fault happens")
+    parser.add_argument("--pin", choices=("auto", "yes", "no"), default="auto",
+                        help="pin each rank to one CPU core with one kernel thread, after init() (auto: on CPU)")
     parser.add_argument("--log-every", type=int, default=5, help="rank-0 progress line every N steps")
     parser.add_argument("--out", default=os.environ.get(RUN_DIR_ENV, "runs/manual"),
                         help=f"run folder (default: ${RUN_DIR_ENV}, set by the launcher)")
@@ -164,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         return 0
     rank, world = setup_distributed(device)
+    core, _ = one_core_per_rank(rank, device, args.pin)   # on CPU: one core per rank scales best (notebook 04)
+    if rank == 0 and core is not None:
+        print("[rank 0] each rank pinned to one CPU core, 1 MindSpore kernel thread (--pin no: off)", flush=True)
 
     import mindspore as ms
     import mindspore.dataset as ds
