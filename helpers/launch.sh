@@ -217,6 +217,43 @@ on_interrupt() {
     stop_job; exit 130
 }
 
+RANK_PIDS=() RANK_IDS=()   # the ranks this launcher started itself (dynamic and rank-table startup)
+start_rank() {  # start_rank K DIR LOG CMD...: rank K in the background, in folder DIR, its output in LOG
+    local k=$1 dir=$2 log=$3; shift 3
+    if (( k == 0 )); then   # rank 0's lines also go to the console, as msrun --tail_worker_log=0 does
+        (cd "$dir" && exec "$@") > >(env -u TUTORIAL_JOB_ID tee "$log") 2>&1 &
+    else
+        (cd "$dir" && exec "$@") > "$log" 2>&1 &
+    fi
+    RANK_PIDS+=($!); RANK_IDS+=("$k"); echo "$! $k" >> "$PID_MAP"
+}
+watch_ranks() {  # until every rank exited 0; a rank that fails (or the scheduler, pid $1) ends the job
+    local sched_pid="${1:-}" rc=0 running=${#RANK_PIDS[@]} i code ticks=0
+    while [[ $running -gt 0 && $rc -eq 0 ]]; do
+        sleep 0.2; running=0; ticks=$((ticks + 1))
+        for i in "${!RANK_PIDS[@]}"; do
+            if kill -0 "${RANK_PIDS[$i]}" 2>/dev/null; then running=$((running + 1)); continue; fi
+            wait "${RANK_PIDS[$i]}"; code=$?
+            unset 'RANK_PIDS[i]'
+            if [[ $code -ne 0 ]]; then
+                rc=$code
+                echo "launch.sh: rank ${RANK_IDS[$i]} exited with code $code; stopping the others" \
+                    | tee -a "$LOG_DIR/launcher.log" >&2
+            fi
+        done
+        if [[ $rc -eq 0 && -n "$sched_pid" && $running -gt 0 ]] && ! kill -0 "$sched_pid" 2>/dev/null; then
+            wait "$sched_pid"; code=$?; sched_pid=""
+            if [[ $code -ne 0 ]]; then
+                rc=$code
+                echo "launch.sh: the scheduler exited with code $code (see scheduler.log); stopping the ranks" \
+                    | tee -a "$LOG_DIR/launcher.log" >&2
+            fi
+        fi
+        if [[ $rc -eq 0 ]] && (( ticks % 5 == 0 )) && job_is_hung; then rc=124; fi
+    done
+    return "$rc"
+}
+
 pick_port() {  # the scheduler's port: the caller's (checked free), or one the kernel says is free
     if [[ -n "$PORT" && "${NODE_RANK:-0}" -gt 0 ]]; then
         :   # another node's scheduler owns this port; nothing listens on it here
@@ -254,40 +291,13 @@ run_dynamic() {
     # Each process leads its own session, as under msrun (os.setsid): a Ctrl-C reaches the launcher only.
     local session=(); command -v setsid > /dev/null && session=(setsid -w)
     MS_ROLE=MS_SCHED RANK_ID=0 "${session[@]}" "${sched_cmd[@]}" > "$LOG_DIR/scheduler.log" 2>&1 &
-    local sched_pid=$! pids=() ranks_of=()
+    local sched_pid=$!
     for ((k = 0; k < WORKERS; k++)); do
-        if (( k == 0 )); then   # rank 0's lines also go to the console, as msrun --tail_worker_log=0 does
-            MS_ROLE=MS_WORKER MS_NODE_ID=$k RANK_ID=$k DEVICE_ID=$k "${session[@]}" "${SCRIPT_CMD[@]}" \
-                > >(env -u TUTORIAL_JOB_ID tee "$LOG_DIR/worker_$k.log") 2>&1 &
-        else
-            MS_ROLE=MS_WORKER MS_NODE_ID=$k RANK_ID=$k DEVICE_ID=$k "${session[@]}" "${SCRIPT_CMD[@]}" \
-                > "$LOG_DIR/worker_$k.log" 2>&1 &
-        fi
-        pids+=($!); ranks_of+=("$k"); echo "$! $k" >> "$PID_MAP"
+        start_rank "$k" "$PWD" "$LOG_DIR/worker_$k.log" \
+            env MS_ROLE=MS_WORKER MS_NODE_ID="$k" RANK_ID="$k" DEVICE_ID="$k" "${session[@]}" "${SCRIPT_CMD[@]}"
     done
-    local rc=0 running=${#pids[@]} i code ticks=0
-    while [[ $running -gt 0 && $rc -eq 0 ]]; do
-        sleep 0.2; running=0; ticks=$((ticks + 1))
-        for i in "${!pids[@]}"; do
-            if kill -0 "${pids[$i]}" 2>/dev/null; then running=$((running + 1)); continue; fi
-            wait "${pids[$i]}"; code=$?
-            unset 'pids[i]'
-            if [[ $code -ne 0 ]]; then
-                rc=$code
-                echo "launch.sh: rank ${ranks_of[$i]} exited with code $code; stopping the others" \
-                    | tee -a "$LOG_DIR/launcher.log" >&2
-            fi
-        done
-        if [[ $rc -eq 0 && -n "$sched_pid" && $running -gt 0 ]] && ! kill -0 "$sched_pid" 2>/dev/null; then
-            wait "$sched_pid"; code=$?; sched_pid=""
-            if [[ $code -ne 0 ]]; then
-                rc=$code
-                echo "launch.sh: the scheduler exited with code $code (see scheduler.log); stopping the ranks" \
-                    | tee -a "$LOG_DIR/launcher.log" >&2
-            fi
-        fi
-        if [[ $rc -eq 0 ]] && (( ticks % 5 == 0 )) && job_is_hung; then rc=124; fi
-    done
+    local rc=0
+    watch_ranks "$sched_pid" || rc=$?
     trap - INT TERM
     stop_job   # the ranks are done (or one failed): stop the rest and the idle scheduler
     if [[ $rc -ne 0 ]]; then report_failure "$rc"; fi
@@ -355,7 +365,7 @@ run_ranktable() {
     if [[ "$DEVICE" != Ascend && $DRY_RUN -eq 0 ]]; then
         die "rank-table startup needs Ascend cards and HCCL; on $DEVICE use --startup msrun (or add --dry-run)"
     fi
-    local rank device size pids=() ranks_of=()
+    local rank device size
     while read -r rank device size; do
         local dir="$LOG_DIR/rank_$rank"
         local envs=(RANK_TABLE_FILE="$RANK_TABLE" RANK_ID="$rank" DEVICE_ID="$device" RANK_SIZE="$size")
@@ -364,28 +374,14 @@ run_ranktable() {
             continue
         fi
         mkdir -p "$dir"
-        (cd "$dir" && exec env "${envs[@]}" "${SCRIPT_CMD[@]}" > "worker_$rank.log" 2>&1) &
-        pids+=($!); ranks_of+=("$rank"); echo "$! $rank" >> "$PID_MAP"
+        start_rank "$rank" "$dir" "$dir/worker_$rank.log" env "${envs[@]}" "${SCRIPT_CMD[@]}"
     done <<< "$ranks"
     [[ $DRY_RUN -eq 1 ]] && { echo "# rank-table startup: $(wc -l <<< "$ranks") processes, logs in $LOG_DIR"; return 0; }
-    WORKERS=${#pids[@]} LOCAL_WORKERS=${#pids[@]}
+    WORKERS=${#RANK_PIDS[@]} LOCAL_WORKERS=${#RANK_PIDS[@]}
     echo "launch.sh: $WORKERS ranks on $DEVICE via rank table $RANK_TABLE, logs in $LOG_DIR"
     trap on_interrupt INT TERM
-    local rc=0 running=${#pids[@]} i code
-    while [[ $running -gt 0 && $rc -eq 0 ]]; do
-        sleep 1; running=0
-        for i in "${!pids[@]}"; do
-            if kill -0 "${pids[$i]}" 2>/dev/null; then running=$((running + 1)); continue; fi
-            wait "${pids[$i]}"; code=$?
-            unset 'pids[i]'
-            if [[ $code -ne 0 ]]; then
-                rc=$code
-                echo "launch.sh: rank ${ranks_of[$i]} exited with code $code; stopping the others" \
-                    | tee -a "$LOG_DIR/launcher.log" >&2
-            fi
-        done
-        if [[ $rc -eq 0 ]] && job_is_hung; then rc=124; fi
-    done
+    local rc=0
+    watch_ranks || rc=$?
     trap - INT TERM
     stop_job
     if [[ $rc -ne 0 ]]; then report_failure "$rc"; fi
