@@ -19,15 +19,13 @@ def load(name: str) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
 
 
-def launch_plot(records: list[dict]) -> None:
-    """Phases of the newest batch of launch_cost.jsonl (the one measuring the final proposal)."""
+def launch_plot(records: list[dict], batch: str) -> None:
+    """Phases of one batch of launch-cost runs, per variant."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    batch = max(r.get("batch", "") for r in records)
-    records = [r for r in records if r.get("batch", "") == batch]
     variants = list(dict.fromkeys(r["variant"] for r in records))
     fig, ax = plt.subplots(figsize=(7, 3.6))
     for i, v in enumerate(variants):
@@ -47,15 +45,13 @@ def launch_plot(records: list[dict]) -> None:
     fig.savefig(HERE / "launch_cost.png", dpi=80)
 
 
-def scaling_plot(records: list[dict]) -> None:
+def scaling_plot(records: list[dict], tag: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ok = [r for r in records if r.get("ok")]
-    tag = ok[-1].get("tag", "")  # the newest measurement; older tags were taken under heavier load
-    ok = [r for r in ok if r.get("tag", "") == tag]
+    ok = [r for r in records if r.get("ok") and r.get("tag", "") == tag]
     keys = sorted({(r["framework"], r.get("tag", ""), r["net"]) for r in ok}, key=lambda k: (k[2], k[0]))
     labels, effs = [], []
     for key in keys:
@@ -73,18 +69,20 @@ def scaling_plot(records: list[dict]) -> None:
     ax.axhline(0.9, color="C3", lw=0.8, ls=":")
     ax.set_xticks(range(len(labels)), labels, fontsize=7)
     ax.set_ylabel("scaling efficiency at 2 workers")
-    ax.set_title(f"aggregate(2) / (2 x aggregate(1)), tag '{tag}' (1 round, load 5-9: indicative only)", fontsize=9)
+    rounds = len({r["round"] for r in ok})
+    ax.set_title(f"aggregate(2) / (2 x aggregate(1)), tag '{tag}', median of {rounds} rounds; "
+                 "dotted: the 0.90 target", fontsize=8)
     fig.tight_layout()
     fig.savefig(HERE / "scaling.png", dpi=80)
 
 
 def main() -> int:
-    launch = load("launch_cost.jsonl")
+    launch = load("launch_cost_H.jsonl")   # batch H: the committed launcher against bare msrun, quiet machine
     if launch:
-        launch_plot(launch)
+        launch_plot(launch, "H")
     scaling = load("scaling.jsonl")
     if scaling:
-        scaling_plot(scaling)
+        scaling_plot(scaling, "quiet")
     return 0
 
 

@@ -34,7 +34,7 @@ def ms_run(workers: int, args, round_no: int) -> list[dict]:
     run_dir = Path(args.logs) / f"ms{workers}-{args.tag}-r{round_no}"
     cmd = ["bash", args.launcher, "--workers", str(workers), "--timeout", "120", "--log-dir", str(run_dir),
            "python", "-m", "helpers.scaling", "--nets", args.nets, "--batch-size", str(args.batch_size),
-           "--steps", str(args.steps), "--pin", args.pin]
+           "--steps", str(args.steps), "--pin", args.pin, "--comm-fusion", args.comm_fusion]
     env = dict(os.environ, TUTORIAL_PYTHON=sys.executable)
     load = os.getloadavg()[0]
     start = time.time()
@@ -48,7 +48,7 @@ def ms_run(workers: int, args, round_no: int) -> list[dict]:
     for net, per_rank in summaries(result).items():
         recs = list(per_rank.values())
         rows.append({"framework": "mindspore", "tag": args.tag, "workers": workers, "round": round_no, "ok": True,
-                     "net": net, "batch_size": args.batch_size, "pin": args.pin,
+                     "net": net, "batch_size": args.batch_size, "pin": args.pin, "comm_fusion": args.comm_fusion,
                      "samples_per_s": sum(r["samples_per_s"] for r in recs),
                      "step_ms": 1e3 * statistics.median(r["step_seconds"] for r in recs),
                      "local_step_ms": 1e3 * statistics.median(r["local_step_seconds"] for r in recs),
@@ -125,10 +125,12 @@ def summarize(records: list[dict]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--first-round", type=int, default=1, help="number of the first round (to add rounds to a tag)")
     parser.add_argument("--nets", default="simple,mlp,conv")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--pin", default="yes", choices=("yes", "no", "auto"))
+    parser.add_argument("--comm-fusion", default="auto", help="MindSpore only: auto, off or a threshold in MB")
     parser.add_argument("--tag", default="pinned")
     parser.add_argument("--launcher", default=str(ROOT / "helpers" / "launch.sh"))
     parser.add_argument("--torch", default="/tmp/torchvenv/bin/torchrun", help="'' to skip the peer")
@@ -141,7 +143,7 @@ def main() -> int:
         print(summarize([json.loads(x) for x in out.read_text().splitlines() if x.strip()]))
         return 0
     records = []
-    for round_no in range(1, args.rounds + 1):
+    for round_no in range(args.first_round, args.first_round + args.rounds):
         runs = [("ms", 1), ("ms", 2)] + ([("torch", 1), ("torch", 2)] if args.torch else [])
         for fw, workers in runs:
             rows = ms_run(workers, args, round_no) if fw == "ms" else torch_run(workers, args, round_no)

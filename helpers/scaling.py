@@ -186,6 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "cores and the comparison measures core sharing, not data parallelism")
     parser.add_argument("--threads", type=int, default=0,
                         help="CPU kernel threads per rank (0: 1 when pinned, else MindSpore's default)")
+    parser.add_argument("--comm-fusion", default="auto",
+                        help="gradient AllReduce fusion: auto (MindSpore's default: fuse up to 64 MB), off, or a "
+                             "threshold in MB")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=os.environ.get(RUN_DIR_ENV, "runs/manual-scaling"),
                         help=f"run folder (default: ${RUN_DIR_ENV}, set by the launcher)")
@@ -201,6 +204,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--nets: unknown {unknown or 'empty list'}; choose from {', '.join(NETS)}")
     if args.threads < 0:
         parser.error("--threads must be 0 (automatic) or a positive count")
+    if args.comm_fusion not in ("auto", "off") and not (args.comm_fusion.isdigit() and int(args.comm_fusion) > 0):
+        parser.error(f"--comm-fusion must be auto, off or a positive number of MB, got {args.comm_fusion!r}")
     for name in ("batch_size", "warmup", "steps", "allreduce_reps"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
@@ -242,6 +247,15 @@ def _allreduce_seconds(numel: int, reps: int) -> float:
     return float(statistics.median(times))
 
 
+def comm_fusion_config(value: str) -> dict:
+    """`set_auto_parallel_context(comm_fusion=...)` for --comm-fusion auto | off | <MB>."""
+    if value == "off":
+        return {"openstate": False}
+    if value == "auto":
+        return {"openstate": True, "allreduce": {"mode": "auto", "config": None}}
+    return {"openstate": True, "allreduce": {"mode": "size", "config": int(value)}}
+
+
 def _time_training(net_name: str, args, rank: int, world: int, mode: str, write) -> tuple[list[float], int]:
     """Train a fresh `net_name` for warmup + steps steps in `mode`; write per-step records; (timed seconds, params).
 
@@ -257,7 +271,8 @@ def _time_training(net_name: str, args, rank: int, world: int, mode: str, write)
     from helpers.train import build_network
 
     parallel_mode = ms.ParallelMode.DATA_PARALLEL if mode == "data_parallel" else ms.ParallelMode.STAND_ALONE
-    ms.set_auto_parallel_context(parallel_mode=parallel_mode, gradients_mean=True)
+    ms.set_auto_parallel_context(parallel_mode=parallel_mode, gradients_mean=True,
+                                 comm_fusion=comm_fusion_config(args.comm_fusion))
     ms.set_seed(args.seed)
     net, sample_shape, classes = build_network(net_name)
     total_steps = args.warmup + args.steps
