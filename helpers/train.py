@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     sha, total = weights_checksum(net)
     writer.write({"kind": "final", "world": world, "device": device, "net": args.net, "amp_level": args.amp_level,
                   "train_seconds": train_seconds, "eval_accuracy": float(accuracy), "weights_sha": sha,
-                  "weights_sum": total})
+                  "weights_sum": total, "cpu_affinity": sorted(os.sched_getaffinity(0)) if core is not None else None})
     (rank_dir / "args.json").write_text(json.dumps(vars(args), indent=1), encoding="utf-8")
     barrier()
     print(f"[rank {rank}] done: eval accuracy {accuracy:.3f}, weights sha {sha}", flush=True)

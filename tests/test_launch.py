@@ -140,6 +140,8 @@ def test_real_two_rank_data_parallel_job():
     finals = [result.final(rank) for rank in result.ranks]
     assert {f["world"] for f in finals} == {2}
     assert finals[0]["weights_sha"] == finals[1]["weights_sha"], "data parallel ranks must end identical"
+    cores = sorted(os.sched_getaffinity(0))
+    assert [f["cpu_affinity"] for f in finals] == [[cores[k % len(cores)]] for k in (0, 1)], "one core per rank"
     for rank in result.ranks:
         losses = result.losses(rank)
         assert len(losses) == 2 * 512 // 2 // 32

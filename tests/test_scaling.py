@@ -11,6 +11,7 @@ from helpers.launcher import RunResult, read_metrics
 from helpers.scaling import (
     SUMMARY_KIND,
     aggregate_throughput,
+    comm_fusion_config,
     comm_share,
     format_rows,
     gradient_bytes,
@@ -55,9 +56,16 @@ def test_comm_share_is_clipped_to_a_fraction():
 
 def test_parse_args_names_bad_values():
     assert parse_args(["--nets", "mlp, conv"]).nets == ["mlp", "conv"]
-    for argv in (["--nets", "resnet"], ["--nets", ""], ["--steps", "0"], ["--threads", "-1"]):
+    for argv in (["--nets", "resnet"], ["--nets", ""], ["--steps", "0"], ["--threads", "-1"],
+                 ["--comm-fusion", "on"], ["--comm-fusion", "0"]):
         with pytest.raises(SystemExit):
             parse_args(argv)
+
+
+def test_comm_fusion_values_map_to_mindspores_config():
+    assert comm_fusion_config("off") == {"openstate": False}
+    assert comm_fusion_config("auto") == {"openstate": True, "allreduce": {"mode": "auto", "config": None}}
+    assert comm_fusion_config("32") == {"openstate": True, "allreduce": {"mode": "size", "config": 32}}
 
 
 def _summary(rank, net, world, step_seconds, local_seconds, params, batch=32, machine=None, own=1.0):
