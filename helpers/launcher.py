@@ -137,6 +137,8 @@ def launch(*script_args: str, workers: int | None = None, local_workers: int | N
     `script_args` go to `script` (a Python file) or `module` (run as `python -m module`); the
     default is `python -m helpers.train`, the series' training entry point. Rank 0's lines are
     printed as they come unless `quiet`. Worker count and device follow helpers.device unless given.
+    `startup` is launch.sh's `--startup`: None for its default (MindSpore's dynamic cluster started
+    directly on one node, msrun for one node of several), "msrun" or "ranktable".
     `timeout` bounds cluster formation; `hang_timeout` stops a job whose ranks all fall silent.
     `local_workers`, `node_rank` and `master_addr` make this launch one node of a multi-node job
     (notebook 06); `port` must then be the same on every node.
