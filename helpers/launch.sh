@@ -270,32 +270,33 @@ run_dynamic() {
     # Every rank is this launcher's child, so its exit code is known the moment it exits, and the
     # idle scheduler is stopped as soon as every rank is done (msrun waits for its 5 s shutdown poll).
     pick_port
-    export MS_SCHED_HOST="$MASTER_ADDR" MS_SCHED_PORT="$PORT" MS_WORKER_NUM="$WORKERS" \
-           MS_TOPO_TIMEOUT="$TIMEOUT" RANK_SIZE="$WORKERS"
+    # The variables msrun gives each process; the dry run prints exactly what would be started.
+    local cluster=(MS_SCHED_HOST="$MASTER_ADDR" MS_SCHED_PORT="$PORT" MS_WORKER_NUM="$WORKERS" MS_TOPO_TIMEOUT="$TIMEOUT")
+    local sched_env=(MS_ROLE=MS_SCHED "${cluster[@]}" RANK_ID=0 RANK_SIZE="$WORKERS")
     local sched_cmd=(python -c "import mindspore as ms; from mindspore.communication import init; ms.set_device('$DEVICE'); init()")
-    local k
-    if [[ $DRY_RUN -eq 1 ]]; then
-        echo "# dynamic-cluster startup: $WORKERS workers on $DEVICE, logs in $LOG_DIR"
-        echo "scheduler: MS_ROLE=MS_SCHED MS_SCHED_HOST=$MASTER_ADDR MS_SCHED_PORT=$PORT MS_WORKER_NUM=$WORKERS" \
-             "MS_TOPO_TIMEOUT=$TIMEOUT RANK_ID=0 -> ${sched_cmd[*]} > $LOG_DIR/scheduler.log"
-        for ((k = 0; k < WORKERS; k++)); do
-            echo "rank $k: MS_ROLE=MS_WORKER MS_SCHED_HOST=$MASTER_ADDR MS_SCHED_PORT=$PORT MS_WORKER_NUM=$WORKERS" \
-                 "MS_TOPO_TIMEOUT=$TIMEOUT MS_NODE_ID=$k RANK_ID=$k DEVICE_ID=$k RANK_SIZE=$WORKERS" \
-                 "TUTORIAL_RUN_DIR=$LOG_DIR -> ${SCRIPT_CMD[*]} > $LOG_DIR/worker_$k.log"
-        done
-        return 0
-    fi
-    echo "launch.sh: $WORKERS ranks on $DEVICE via MindSpore's dynamic cluster (port $PORT), logs in $LOG_DIR" \
-        | tee -a "$LOG_DIR/launcher.log"
-    trap on_interrupt INT TERM
     # Each process leads its own session, as under msrun (os.setsid): a Ctrl-C reaches the launcher only.
     local session=(); command -v setsid > /dev/null && session=(setsid -w)
-    MS_ROLE=MS_SCHED RANK_ID=0 "${session[@]}" "${sched_cmd[@]}" > "$LOG_DIR/scheduler.log" 2>&1 &
-    local sched_pid=$!
+    local sched_pid=""
+    if [[ $DRY_RUN -eq 1 ]]; then
+        echo "# dynamic-cluster startup: $WORKERS workers on $DEVICE, logs in $LOG_DIR"
+        echo "scheduler: ${sched_env[*]} -> ${sched_cmd[*]} > $LOG_DIR/scheduler.log"
+    else
+        echo "launch.sh: $WORKERS ranks on $DEVICE via MindSpore's dynamic cluster (port $PORT), logs in $LOG_DIR" \
+            | tee -a "$LOG_DIR/launcher.log"
+        trap on_interrupt INT TERM
+        env "${sched_env[@]}" "${session[@]}" "${sched_cmd[@]}" > "$LOG_DIR/scheduler.log" 2>&1 &
+        sched_pid=$!
+    fi
+    local k
     for ((k = 0; k < WORKERS; k++)); do
-        start_rank "$k" "$PWD" "$LOG_DIR/worker_$k.log" \
-            env MS_ROLE=MS_WORKER MS_NODE_ID="$k" RANK_ID="$k" DEVICE_ID="$k" "${session[@]}" "${SCRIPT_CMD[@]}"
+        local envs=(MS_ROLE=MS_WORKER "${cluster[@]}" MS_NODE_ID="$k" RANK_ID="$k" DEVICE_ID="$k" RANK_SIZE="$WORKERS")
+        if [[ $DRY_RUN -eq 1 ]]; then
+            echo "rank $k: ${envs[*]} TUTORIAL_RUN_DIR=$LOG_DIR -> ${SCRIPT_CMD[*]} > $LOG_DIR/worker_$k.log"
+            continue
+        fi
+        start_rank "$k" "$PWD" "$LOG_DIR/worker_$k.log" env "${envs[@]}" "${session[@]}" "${SCRIPT_CMD[@]}"
     done
+    [[ $DRY_RUN -eq 1 ]] && return 0
     local rc=0
     watch_ranks "$sched_pid" || rc=$?
     trap - INT TERM
