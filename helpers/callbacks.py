@@ -16,6 +16,12 @@ import mindspore as ms
 import numpy as np
 
 
+def append_record(path: Path, rank: int, record: dict) -> None:
+    """Append one JSON line, tagged with `rank`, to a rank's metrics.jsonl (helpers.train, helpers.scaling)."""
+    with Path(path).open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"rank": rank, **record}) + "\n")
+
+
 def loss_value(net_outputs) -> float:
     """The scalar loss from `cb_params.net_outputs` (a Tensor, or (loss, overflow, scale) with loss scaling)."""
     if isinstance(net_outputs, (tuple, list)):
@@ -71,8 +77,7 @@ class MetricsWriter(ms.Callback):
         self.start = self.last = None
 
     def write(self, record: dict) -> None:
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"rank": self.rank, **record}) + "\n")
+        append_record(self.path, self.rank, record)
 
     def on_train_begin(self, run_context):
         self.start = self.last = time.perf_counter()

@@ -47,6 +47,19 @@ def read_metrics(run_dir: Path) -> dict[int, list[dict]]:
     return dict(sorted(metrics.items()))
 
 
+def live_processes(run_dir: str | os.PathLike) -> list[int]:
+    """Pids of the live processes started for the run in `run_dir` (each carries TUTORIAL_RUN_DIR=run_dir)."""
+    marker = f"TUTORIAL_RUN_DIR={run_dir}".encode()
+    pids = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if marker in (proc / "environ").read_bytes().split(b"\0"):
+                pids.append(int(proc.name))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return pids
+
+
 @dataclass
 class RunResult:
     """What one launch produced. `metrics[rank]` holds that rank's metrics.jsonl records; `log_tail`

@@ -329,8 +329,6 @@ def _measure(net_name: str, args, rank: int, world: int, write) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
 
-    import json
-
     from helpers.device import detect_device
     from helpers.dist import barrier, one_core_per_rank, setup_distributed
 
@@ -339,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import mindspore as ms
 
+    from helpers.callbacks import append_record
+
     ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, gradients_mean=True)
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     core, threads = one_core_per_rank(rank, device, args.pin, args.threads)
@@ -346,8 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
 
     def write(record: dict) -> None:
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"rank": rank, **record}) + "\n")
+        append_record(path, rank, record)
 
     if rank == 0:
         where = f"each rank pinned to one of cores {cores}" if core is not None else "no core pinning"

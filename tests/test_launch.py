@@ -4,12 +4,11 @@ import os
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from helpers import launch
-from helpers.launcher import LAUNCH_SH, PROJECT_ROOT
+from helpers.launcher import LAUNCH_SH, PROJECT_ROOT, live_processes
 
 ENV = {**os.environ, "TUTORIAL_PYTHON": sys.executable, "TUTORIAL_DEVICE": "CPU"}
 
@@ -17,18 +16,6 @@ ENV = {**os.environ, "TUTORIAL_PYTHON": sys.executable, "TUTORIAL_DEVICE": "CPU"
 def run_sh(*args, timeout=60):
     return subprocess.run(["bash", str(LAUNCH_SH), *args], capture_output=True, text=True, env=ENV,
                           cwd=PROJECT_ROOT, timeout=timeout)
-
-
-def job_processes(job_marker: str) -> list[int]:
-    """Pids of live processes whose command line mentions `job_marker`."""
-    pids = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            if job_marker in (proc / "cmdline").read_bytes().decode(errors="replace"):
-                pids.append(int(proc.name))
-        except OSError:
-            continue
-    return pids
 
 
 def test_help_documents_every_option():
@@ -168,7 +155,7 @@ def test_a_failing_rank_is_named_and_nothing_is_left_running(tmp_path):
     assert "RuntimeError: injected failure on rank 1" in result.output
     with pytest.raises(RuntimeError, match="injected failure on rank 1"):
         result.check()
-    assert job_processes(str(script)) == []
+    assert live_processes(result.run_dir) == []
 
 
 def test_multi_node_dry_run_numbers_ranks_by_node(tmp_path):

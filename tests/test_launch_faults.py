@@ -10,29 +10,16 @@ from pathlib import Path
 import pytest
 
 from helpers import launch
-from helpers.launcher import LAUNCH_SH, PROJECT_ROOT
+from helpers.launcher import LAUNCH_SH, PROJECT_ROOT, live_processes
 
 SMALL = ("--epochs", "2", "--samples", "256", "--log-every", "50")
-
-
-def job_processes(run_dir: Path) -> list[int]:
-    """Live processes started for the run in `run_dir` (they all carry TUTORIAL_RUN_DIR=run_dir)."""
-    marker = f"TUTORIAL_RUN_DIR={run_dir}".encode()
-    pids = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            if marker in (proc / "environ").read_bytes().split(b"\0"):
-                pids.append(int(proc.name))
-        except OSError:
-            continue
-    return pids
 
 
 def assert_failed_fast(result, rank, reason, limit=60):
     assert result.returncode != 0
     assert result.failed_ranks().get(rank, "").startswith(reason), result.output
     assert result.wall_time < limit, f"took {result.wall_time:.0f} s"
-    assert job_processes(result.run_dir) == [], "no process of the job may survive it"
+    assert live_processes(result.run_dir) == [], "no process of the job may survive it"
 
 
 def test_worker_raising_before_init(tmp_path):
@@ -58,7 +45,7 @@ def test_rank_that_never_joins_is_named_after_the_cluster_timeout(tmp_path):
     assert result.returncode != 0
     assert "the cluster did not form: rank(s) 1 never called init() within the cluster timeout" in result.output
     assert result.wall_time < 60
-    assert job_processes(result.run_dir) == []
+    assert live_processes(result.run_dir) == []
 
 
 def test_worker_raising_mid_training():
@@ -88,7 +75,7 @@ def test_hung_worker_is_stopped():
     assert "no rank wrote anything for 15 s: the job looks hung" in result.output
     assert "injecting fault 'hang' after step 2" in result.output, "the report shows where each rank stopped"
     assert result.wall_time < 60
-    assert job_processes(result.run_dir) == []
+    assert live_processes(result.run_dir) == []
 
 
 def wait_for(path: Path, text: str, timeout: float = 90) -> None:
@@ -107,14 +94,14 @@ def test_ctrl_c_on_launch_sh_stops_every_process(tmp_path):
                                 "--samples", "4096", "--log-every", "1"], env=env, cwd=PROJECT_ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     wait_for(run_dir / "worker_0.log", "[rank 0] epoch 1 step 2")
-    assert len(job_processes(run_dir)) >= 3, "scheduler and two workers are running"
+    assert len(live_processes(run_dir)) >= 3, "scheduler and two workers are running"
     start = time.time()
     os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
     output = process.communicate(timeout=30)[0].decode()
     assert time.time() - start < 15
     assert process.returncode != 0
     assert "interrupted; stopping every process of the job" in output
-    assert job_processes(run_dir) == []
+    assert live_processes(run_dir) == []
 
 
 def test_interrupting_the_python_front_stops_the_job(tmp_path):
@@ -133,7 +120,7 @@ def test_interrupting_the_python_front_stops_the_job(tmp_path):
     output = process.communicate(timeout=30)[0]
     assert time.time() - start < 20
     assert "KeyboardInterrupt" in output
-    assert job_processes(run_dir) == []
+    assert live_processes(run_dir) == []
 
 
 def test_hostile_arguments_are_passed_verbatim_never_run(tmp_path):
@@ -168,7 +155,7 @@ def test_cluster_listens_on_loopback_only():
     run_dir = Path(next(line for line in seen if "logs in" in line).split("logs in ")[1].strip())
     try:
         inodes = set()
-        for pid in job_processes(run_dir):
+        for pid in live_processes(run_dir):
             for fd in Path(f"/proc/{pid}/fd").iterdir():
                 try:
                     target = os.readlink(fd)
@@ -188,7 +175,7 @@ def test_cluster_listens_on_loopback_only():
     finally:
         process.send_signal(signal.SIGINT)
         process.communicate(timeout=30)
-    assert job_processes(run_dir) == []
+    assert live_processes(run_dir) == []
 
 
 def test_rank_table_startup_stops_the_others_when_one_fails(tmp_path):
@@ -213,7 +200,7 @@ def test_rank_table_startup_stops_the_others_when_one_fails(tmp_path):
     assert "rank 2 exited with code 3; stopping the others" in result.stderr
     for rank in range(4):
         assert (run_dir / f"rank_{rank}" / f"worker_{rank}.log").read_text().startswith(f"rank {rank} device {rank}")
-    assert job_processes(run_dir) == []
+    assert live_processes(run_dir) == []
 
 
 @pytest.mark.parametrize("fault", ["raise"])
