@@ -88,20 +88,17 @@ def failure_report(run_dir: str | Path, lines: int = 20) -> str:
     """A short text naming each failed rank with the tail of its log."""
     failed = failed_ranks(run_dir)
     logs = rank_logs(run_dir)
+    header = []
     missing = never_joined(run_dir)
     if missing:
         failed = {rank: "never joined the cluster" for rank in missing}
-        header = (f"the cluster did not form: rank(s) {', '.join(map(str, missing))} never called init() within "
-                  "the cluster timeout (--timeout / timeout=), and the others gave up waiting for them.")
-        return "\n\n".join([header] + [f"rank {rank} {reason}; last lines of {logs[rank]}:\n{tail(logs[rank], lines)}"
-                                        for rank, reason in failed.items()])
-    if not failed:  # e.g. a hung job: show where every rank stopped
+        header = [f"the cluster did not form: rank(s) {', '.join(map(str, missing))} never called init() within "
+                  "the cluster timeout (--timeout / timeout=), and the others gave up waiting for them."]
+    elif not failed:  # e.g. a hung job: show where every rank stopped
         return "\n\n".join([f"no rank log shows an error; the last lines of each rank's log (all in {run_dir}):"]
                            + [f"rank {rank} ({path}):\n{tail(path, 8)}" for rank, path in logs.items()])
-    parts = []
-    for rank, reason in failed.items():
-        parts.append(f"rank {rank} {reason}; last lines of {logs[rank]}:\n{tail(logs[rank], lines)}")
-    return "\n\n".join(parts)
+    return "\n\n".join(header + [f"rank {rank} {reason}; last lines of {logs[rank]}:\n{tail(logs[rank], lines)}"
+                                  for rank, reason in failed.items()])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -84,8 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str] | None = None, device: str | None = None) -> argparse.Namespace:
-    # `device` lets device-specific checks (notebook 02: semi/auto parallel needs Ascend) refuse early.
-    """Parse and validate; errors name the option and the fix (exit code 2)."""
+    """Parse and validate; errors name the option and the fix (exit code 2).
+
+    `device` lets device-specific checks (notebook 02: semi/auto parallel needs Ascend) refuse early.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     for name in ("epochs", "batch_size", "samples", "eval_samples", "log_every", "fault_step"):
@@ -119,25 +121,23 @@ def parse_args(argv: list[str] | None = None, device: str | None = None) -> argp
     return args
 
 
-class FaultInjector:
-    """A callback that makes one rank fail after a given step, to show detection and recovery (notebook 04)."""
+def fault_injector(kind: str, rank: int, step: int, my_rank: int):
+    """A callback that makes rank `rank` fail after global step `step`, to show detection and recovery (notebook 04)."""
+    import mindspore as ms
 
-    def __init__(self, kind: str, rank: int, step: int, my_rank: int):
-        import mindspore as ms
+    class FaultInjector(ms.Callback):
+        def on_train_step_end(self, run_context):
+            if my_rank != rank or run_context.original_args().cur_step_num != step:
+                return
+            print(f"[rank {my_rank}] injecting fault '{kind}' after step {step}", flush=True)
+            if kind == "raise":
+                raise RuntimeError(f"injected fault on rank {my_rank} after step {step}")
+            if kind == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            while True:  # hang: stop making progress, as a deadlocked worker would
+                time.sleep(3600)
 
-        class _Callback(ms.Callback):
-            def on_train_step_end(self, run_context):
-                if my_rank != rank or run_context.original_args().cur_step_num != step:
-                    return
-                print(f"[rank {my_rank}] injecting fault '{kind}' after step {step}", flush=True)
-                if kind == "raise":
-                    raise RuntimeError(f"injected fault on rank {my_rank} after step {step}")
-                if kind == "kill":
-                    os.kill(os.getpid(), signal.SIGKILL)
-                while True:  # hang: stop making progress, as a deadlocked worker would
-                    time.sleep(3600)
-
-        self.callback = _Callback()
+    return FaultInjector()
 
 
 def build_network(name: str):
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         config = ms.CheckpointConfig(save_checkpoint_steps=steps_per_epoch, keep_checkpoint_max=args.epochs)
         callbacks.append(ms.ModelCheckpoint(prefix="net", directory=str(rank_dir / "ckpt"), config=config))
     if args.fault:
-        callbacks.append(FaultInjector(args.fault, args.fault_rank, args.fault_step, rank).callback)
+        callbacks.append(fault_injector(args.fault, args.fault_rank, args.fault_step, rank))
     if rank == 0:
         mode = args.parallel_mode + (f" ({args.search_mode})" if args.search_mode else "")
         print(f"[rank 0] {world} ranks on {device}, {mode}, net {args.net}, {steps_per_epoch} steps/epoch, "
