@@ -22,6 +22,7 @@ _MSRUN_EXIT = re.compile(r"Worker process (\d+) exit with exception\. Error code
 _LAUNCHER_EXIT = re.compile(r"launch\.sh: rank (\d+) exited with code (-?\d+)")
 _NO_CLUSTER = "Failed to initialize distributed job cluster"   # init() gave up waiting for the others
 _JOINED = re.compile(r"This node \d+ rank id: \d+")             # MindSpore's line once a rank has joined
+_REGISTERED = re.compile(r"The new node: \d+\(role: MS_WORKER\), rank id: (\d+)")  # the scheduler's, per rank
 
 
 def rank_logs(run_dir: str | Path) -> dict[int, Path]:
@@ -77,11 +78,20 @@ def failed_ranks(run_dir: str | Path) -> dict[int, str]:
 
 
 def never_joined(run_dir: str | Path) -> list[int]:
-    """Ranks that never joined the cluster, when the cluster failed to form (else [])."""
+    """Ranks that never joined the cluster, when the cluster failed to form (else []).
+
+    A rank joined if the scheduler registered it (scheduler.log, on the node that runs it), or if its
+    own log shows it waiting for the others or joined: whichever process timed out first, the scheduler
+    or a waiting rank, the ranks that never called `init()` are named.
+    """
     texts = {rank: path.read_text(encoding="utf-8", errors="replace") for rank, path in rank_logs(run_dir).items()}
-    if not any(_NO_CLUSTER in text for text in texts.values()):
+    scheduler_log = Path(run_dir) / "scheduler.log"
+    scheduler = scheduler_log.read_text(encoding="utf-8", errors="replace") if scheduler_log.exists() else ""
+    if not any(_NO_CLUSTER in text for text in [scheduler, *texts.values()]):
         return []
-    return [rank for rank, text in texts.items() if _NO_CLUSTER not in text and not _JOINED.search(text)]
+    registered = {int(rank) for rank in _REGISTERED.findall(scheduler)}
+    return [rank for rank, text in texts.items()
+            if rank not in registered and _NO_CLUSTER not in text and not _JOINED.search(text)]
 
 
 def failure_report(run_dir: str | Path, lines: int = 20) -> str:

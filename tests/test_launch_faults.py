@@ -236,3 +236,23 @@ def test_two_jobs_side_by_side_do_not_interfere():
     assert len(set(ports)) == 2, ports
     for result in results:
         assert sorted(p.name for p in result.run_dir.glob("rank_*")) == ["rank_0", "rank_1"]
+
+
+def test_a_rank_that_never_joined_is_named_whoever_timed_out_first(tmp_path):
+    """The scheduler and the waiting ranks share one cluster timeout; whichever gives up first, the launcher
+    stops the rest, so the report must not depend on a waiting rank having logged its own failure.
+    The lines are MindSpore 2.10's own (from a run where the scheduler timed out first)."""
+    from helpers.joblog import failure_report, never_joined
+
+    (tmp_path / "scheduler.log").write_text(
+        "[WARNING] DISTRIBUTED(1,7f,python):2026-11-29-23:41:31.962.766 [meta_server_node.cc:254] ProcessRegister] "
+        "The new node: 0(role: MS_WORKER), rank id: 0, device id: 0, hostname: vm, ip: 127.0.0.1 is registered\n"
+        "RuntimeError: Failed to initialize distributed job cluster because some processes in the cluster are not "
+        "successfully spawned.\n")
+    (tmp_path / "worker_0.log").write_text("[WARNING] DISTRIBUTED(2,7f,python): BuildCluster] Topology build timed "
+                                           "out., retry(3/16).\n")   # stopped while still waiting
+    (tmp_path / "worker_1.log").write_text("")                       # still before init()
+    assert never_joined(tmp_path) == [1]
+    assert failure_report(tmp_path).startswith("the cluster did not form: rank(s) 1 never called init()")
+    (tmp_path / "scheduler.log").write_text("")  # no scheduler here (another node), and nobody failed: no verdict
+    assert never_joined(tmp_path) == []
