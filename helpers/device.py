@@ -2,7 +2,7 @@
 
 Introduced in notebook 01. Nothing here imports MindSpore, so the launcher can ask cheaply.
 
-Policy (DESIGN.md §4): Ascend when the node has Ascend cards and CANN, else CPU; 8 workers on an
+Policy: Ascend when the node has Ascend cards and CANN, else CPU; 8 workers on an
 Ascend node (or as many cards as it has), 2 on CPU. Both are overridable with environment variables.
 """
 

@@ -7,28 +7,29 @@ set -uo pipefail
 
 usage() {
     cat <<'EOF'
-Usage: bash helpers/launch.sh [options] [--] [SCRIPT [ARGS...]]
+Usage: bash helpers/launch.sh [options] [--] SCRIPT [ARGS...]
 
-Start a distributed MindSpore job: one process per rank, each running SCRIPT.
+Start a distributed MindSpore job: one process per rank, each running SCRIPT with ARGS.
 
-SCRIPT      a Python file, or `python -m MODULE ...`. Default: python -m helpers.train
-            (the series' training entry point). `-- --epochs 2` passes ARGS to the default.
+SCRIPT      a Python file (the notebooks write theirs into notebooks/scripts/), or `python -m MODULE`.
 
 Options:
   --workers N         ranks in the whole job (default: 8 on an Ascend node, 2 on CPU; env TUTORIAL_WORKERS;
                       rank-table startup: the table's rank count)
   --local-workers M   ranks started on this node (default: all of them; multi-node: --workers / nodes)
-  --node-rank R       this node's index in a multi-node msrun job (node R holds ranks R*M .. R*M+M-1)
+  --node-rank R       this node's index in a multi-node job (node R holds ranks R*M .. R*M+M-1); node 0
+                      also runs the scheduler
   --master-addr A     the scheduler's address, on node 0 (default 127.0.0.1: this machine only)
   --device D          CPU or Ascend (default: detected; env TUTORIAL_DEVICE)
-  --startup S         dynamic (default on one node): MindSpore's dynamic cluster (动态组网), a scheduler
+  --startup S         dynamic (the default): MindSpore's dynamic cluster (动态组网), a scheduler
                       plus N workers, started by this launcher directly with the environment msrun gives
                       them (MS_ROLE, MS_SCHED_HOST, MS_SCHED_PORT, MS_WORKER_NUM, RANK_ID, ...).
-                      msrun (default with --local-workers): the same cluster, started through msrun.
+                      msrun: the same cluster, started through msrun.
+                      On CPU both pin rank k to one core (k modulo the cores), as msrun --bind_core does.
                       ranktable: Ascend only; one process per card with RANK_TABLE_FILE, RANK_ID,
                       DEVICE_ID and RANK_SIZE set, each in its own folder RUN/rank_<k>/.
   --rank-table FILE   the rank table for --startup ranktable (validated before anything starts)
-  --server-id IP      which server of a multi-server rank table this node is
+  --server-id ID      which server of a multi-server rank table this node is (its server_id or server_ip)
   --log-dir DIR       run folder for logs and metrics (default: runs/job-<time>-<pid>).
                       A folder that already holds a run is never overwritten: DIR-2, DIR-3... is used.
   --port P            scheduler port on 127.0.0.1 (default: a free one); a busy port is an error
@@ -42,9 +43,9 @@ Exit code: the job's (0 when every rank finished). When a rank fails, the launch
 others, names the failed rank and prints the tail of its log.
 
 Examples:
-  bash helpers/launch.sh                                  # train SimpleNet on all ranks
-  bash helpers/launch.sh --workers 2 -- --epochs 1        # 2 ranks, 1 epoch
-  bash helpers/launch.sh --dry-run --startup ranktable --rank-table rank_table_file.json
+  bash helpers/launch.sh notebooks/scripts/train.py                # all ranks of this node
+  bash helpers/launch.sh --workers 2 notebooks/scripts/train.py --epochs 1
+  bash helpers/launch.sh --dry-run --startup ranktable --rank-table rank_table_file.json my_job.py
 EOF
 }
 
@@ -88,9 +89,9 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 
-# What each rank runs: SCRIPT ARGS, or the training entry point with ARGS.
+# What each rank runs: SCRIPT ARGS.
 if [[ $# -eq 0 || "$1" == -* ]]; then
-    SCRIPT_CMD=(python -m helpers.train "$@")
+    die "give the script every rank runs (a Python file, or 'python -m MODULE'), after the options"
 elif [[ "$1" == python || "$1" == python3 ]]; then
     SCRIPT_CMD=(python "${@:2}")
 else
@@ -113,21 +114,15 @@ if (( LOCAL_WORKERS < WORKERS )); then
     [[ "$NODE_RANK" =~ ^[0-9]+$ && "$NODE_RANK" -lt $((WORKERS / LOCAL_WORKERS)) ]] \
         || die "a multi-node job needs --node-rank 0..$((WORKERS / LOCAL_WORKERS - 1)) on each node, got '$NODE_RANK'"
     [[ -n "$PORT" ]] || die "a multi-node job needs the same --port on every node (the scheduler's, on node 0)"
-    [[ -z "$STARTUP" || "$STARTUP" == msrun ]] \
-        || die "--local-workers/--node-rank are msrun options; a rank table lists every node"
+    [[ "$STARTUP" != ranktable ]] \
+        || die "--local-workers/--node-rank are for msrun and the dynamic cluster; a rank table lists every node"
 fi
 [[ "$TIMEOUT" =~ ^[0-9]+$ && "$TIMEOUT" -ge 1 ]] || die "--timeout must be a positive number of seconds, got '$TIMEOUT'"
 [[ "$HANG_TIMEOUT" =~ ^[0-9]+$ ]] || die "--hang-timeout must be a number of seconds (0 = off), got '$HANG_TIMEOUT'"
-if [[ -z "$STARTUP" ]]; then   # one node: start the cluster directly; one node of several: msrun, as on every node
-    if (( LOCAL_WORKERS < WORKERS )); then STARTUP=msrun; else STARTUP=dynamic; fi
+if [[ -z "$STARTUP" ]]; then   # the dynamic cluster, started directly: on one node or on each node of several
+    STARTUP=dynamic
 fi
 case "$STARTUP" in dynamic|msrun|ranktable) ;; *) die "unknown --startup '$STARTUP': use dynamic, msrun or ranktable" ;; esac
-# The training entry point checks its own arguments for this device first: a bad option (or a
-# parallel mode this device cannot run) fails now, in a second, not after the cluster has formed.
-if [[ "${SCRIPT_CMD[*]:0:3}" == "python -m helpers.train" ]]; then
-    TUTORIAL_DEVICE="$DEVICE" "$PYTHON" -m helpers.train --check "${SCRIPT_CMD[@]:3}" \
-        || die "helpers.train refused its arguments (see above); nothing was started"
-fi
 if [[ "$DEVICE" == Ascend && "$STARTUP" != ranktable ]]; then
     CARDS=$(ls /dev/davinci[0-9]* 2>/dev/null | wc -l)
     [[ "$CARDS" -eq 0 || "$LOCAL_WORKERS" -le "$CARDS" ]] \
@@ -154,10 +149,22 @@ export MS_RETRY_INTERVAL_LOWER="${MS_RETRY_INTERVAL_LOWER:-1}" MS_RETRY_INTERVAL
 # Every process of this job carries TUTORIAL_JOB_ID, so the launcher can always find and stop all of them.
 export TUTORIAL_JOB_ID="job-$$-$RANDOM$RANDOM"
 export TUTORIAL_RUN_DIR="$LOG_DIR" TUTORIAL_DEVICE="$DEVICE" PYTHONUNBUFFERED=1
+# What only CPU needs is set here, never in the scripts (nothing in them is wrong on Ascend):
+PIN=()   # start_rank's prefix: one core per rank
 if [[ "$DEVICE" == CPU ]]; then
-    # MindSpore's bundled oneDNN picks a ~30x slower NCHW conv kernel on AVX-512 CPUs (DESIGN.md §5).
+    # MindSpore's bundled oneDNN picks a ~30x slower NCHW fp32 conv kernel on AVX-512 CPUs (0.7-1.1 s
+    # per conv instead of 8-16 ms, measured with MindSpore 2.10's oneDNN 3.10): cap it at AVX2.
     export ONEDNN_MAX_CPU_ISA="${ONEDNN_MAX_CPU_ISA:-AVX2}"
+    # Ranks sharing every core fight over them (benchmarks/RESULTS.md, scaling); one core each is what
+    # msrun --bind_core does. Pinned from the start, MindSpore needs no threads_num(1): a small training
+    # step ran as fast as with it (0.78 vs 0.77 ms, MindSpore 2.10).
+    read -r -a CORES <<< "$("$PYTHON" -c 'import os; print(*sorted(os.sched_getaffinity(0)))')"
+    command -v taskset > /dev/null && PIN=(taskset -c)
 fi
+pin_prefix() {  # pin_prefix K: the command prefix that pins rank K (nothing on Ascend)
+    (( ${#PIN[@]} )) && echo "${PIN[*]} ${CORES[$(( $1 % ${#CORES[@]} ))]}"
+    return 0
+}
 
 job_pids() {  # every live process whose environment carries this job's id (one grep, not one per process)
     local f pid
@@ -269,32 +276,39 @@ run_dynamic() {
     # msrun itself: one scheduler (MS_ROLE=MS_SCHED) and one process per rank (MS_ROLE=MS_WORKER).
     # Every rank is this launcher's child, so its exit code is known the moment it exits, and the
     # idle scheduler is stopped as soon as every rank is done (msrun waits for its 5 s shutdown poll).
+    # Node R > 0 of a multi-node job starts only its workers; they join node 0's scheduler.
     pick_port
+    local first=$(( ${NODE_RANK:-0} * LOCAL_WORKERS ))
     # The variables msrun gives each process; the dry run prints exactly what would be started.
     local cluster=(MS_SCHED_HOST="$MASTER_ADDR" MS_SCHED_PORT="$PORT" MS_WORKER_NUM="$WORKERS" MS_TOPO_TIMEOUT="$TIMEOUT")
     local sched_env=(MS_ROLE=MS_SCHED "${cluster[@]}" RANK_ID=0 RANK_SIZE="$WORKERS")
     local sched_cmd=(python -c "import mindspore as ms; from mindspore.communication import init; ms.set_device('$DEVICE'); init()")
     # Each process leads its own session, as under msrun (os.setsid): a Ctrl-C reaches the launcher only.
     local session=(); command -v setsid > /dev/null && session=(setsid -w)
-    local sched_pid=""
+    local sched_pid="" what="$WORKERS ranks"
+    (( LOCAL_WORKERS < WORKERS )) && what="node ${NODE_RANK}: ranks $first-$((first + LOCAL_WORKERS - 1)) of $WORKERS"
     if [[ $DRY_RUN -eq 1 ]]; then
-        echo "# dynamic-cluster startup: $WORKERS workers on $DEVICE, logs in $LOG_DIR"
-        echo "scheduler: ${sched_env[*]} -> ${sched_cmd[*]} > $LOG_DIR/scheduler.log"
+        echo "# dynamic-cluster startup, $what on $DEVICE, logs in $LOG_DIR"
+        (( first == 0 )) && echo "scheduler: ${sched_env[*]} -> ${sched_cmd[*]} > $LOG_DIR/scheduler.log"
     else
-        echo "launch.sh: $WORKERS ranks on $DEVICE via MindSpore's dynamic cluster (port $PORT), logs in $LOG_DIR" \
+        echo "launch.sh: $what on $DEVICE via MindSpore's dynamic cluster ($MASTER_ADDR:$PORT), logs in $LOG_DIR" \
             | tee -a "$LOG_DIR/launcher.log"
         trap on_interrupt INT TERM
-        env "${sched_env[@]}" "${session[@]}" "${sched_cmd[@]}" > "$LOG_DIR/scheduler.log" 2>&1 &
-        sched_pid=$!
+        if (( first == 0 )); then   # node 0 (or the only node) runs the scheduler
+            env "${sched_env[@]}" "${session[@]}" "${sched_cmd[@]}" > "$LOG_DIR/scheduler.log" 2>&1 &
+            sched_pid=$!
+        fi
     fi
     local k
-    for ((k = 0; k < WORKERS; k++)); do
-        local envs=(MS_ROLE=MS_WORKER "${cluster[@]}" MS_NODE_ID="$k" RANK_ID="$k" DEVICE_ID="$k" RANK_SIZE="$WORKERS")
+    for ((k = first; k < first + LOCAL_WORKERS; k++)); do
+        local envs=(MS_ROLE=MS_WORKER "${cluster[@]}" MS_NODE_ID="$k" RANK_ID="$k" DEVICE_ID="$((k - first))"
+                    RANK_SIZE="$WORKERS")
+        local pin; read -r -a pin <<< "$(pin_prefix "$k")"   # global rank: "nodes" sharing a host spread out
         if [[ $DRY_RUN -eq 1 ]]; then
-            echo "rank $k: ${envs[*]} TUTORIAL_RUN_DIR=$LOG_DIR -> ${SCRIPT_CMD[*]} > $LOG_DIR/worker_$k.log"
+            echo "rank $k: ${envs[*]} TUTORIAL_RUN_DIR=$LOG_DIR -> ${pin[*]}${pin:+ }${SCRIPT_CMD[*]} > $LOG_DIR/worker_$k.log"
             continue
         fi
-        start_rank "$k" "$PWD" "$LOG_DIR/worker_$k.log" env "${envs[@]}" "${session[@]}" "${SCRIPT_CMD[@]}"
+        start_rank "$k" "$PWD" "$LOG_DIR/worker_$k.log" env "${envs[@]}" "${session[@]}" "${pin[@]}" "${SCRIPT_CMD[@]}"
     done
     [[ $DRY_RUN -eq 1 ]] && return 0
     local rc=0
@@ -311,6 +325,7 @@ run_msrun() {
                --master_addr="$MASTER_ADDR" --master_port="$PORT" --log_dir="$LOG_DIR" --join=True
                --cluster_time_out="$TIMEOUT" --tail_worker_log=0)
     [[ -n "$NODE_RANK" ]] && cmd+=(--node_rank="$NODE_RANK")
+    (( ${#PIN[@]} )) && cmd+=(--bind_core=True)   # rank k on core k, as the dynamic startup pins
     cmd+=("${SCRIPT_CMD[@]}")
     local first=$(( ${NODE_RANK:-0} * LOCAL_WORKERS ))
     if [[ $DRY_RUN -eq 1 ]]; then

@@ -2,10 +2,13 @@
 
 It picks a fresh run folder, runs the shell launcher, shows rank 0's progress while the job runs,
 and returns a `RunResult` with the exit code, wall time, per-rank metrics and rank 0's log tail.
+A launched script finds its run folder in $TUTORIAL_RUN_DIR and writes rank k's JSON lines to
+RUN/rank_<k>/metrics.jsonl; `RunResult.metrics` holds them.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -113,6 +116,22 @@ class RunResult:
                          "weights_sha": final.get("weights_sha")})
         return rows
 
+    def __repr__(self) -> str:
+        state = "ok" if self.ok else f"FAILED (exit code {self.returncode})"
+        return (f"RunResult({state}, {len(self.ranks)} ranks with metrics, {self.wall_time:.1f} s, "
+                f"run folder {self.run_dir})")
+
+    def _repr_html_(self) -> str:
+        """What Jupyter shows for a RunResult: the outcome, then one row per rank (no raw logs)."""
+        head = html.escape(repr(self))
+        rows = self.summary_rows() if any(self.losses(r) for r in self.ranks) else []
+        if not rows:
+            return f"<p><code>{head}</code></p>"
+        cells = "".join(f"<th>{html.escape(k)}</th>" for k in rows[0])
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row.values()) + "</tr>"
+                       for row in rows)
+        return f"<p><code>{head}</code></p><table><tr>{cells}</tr>{body}</table>"
+
     def summary(self) -> str:
         """A plain-text table of `summary_rows()` plus the wall time."""
         rows = self.summary_rows()
@@ -138,23 +157,22 @@ def _stop(process: subprocess.Popen) -> None:
         pass
 
 
-def launch(*script_args: str, workers: int | None = None, local_workers: int | None = None,
-           node_rank: int | None = None, master_addr: str | None = None, device: str | None = None,
-           script: str | None = None, module: str | None = None, name: str = "run", startup: str | None = None,
+def launch(script: str | os.PathLike, *script_args: str, workers: int | None = None,
+           local_workers: int | None = None, node_rank: int | None = None, master_addr: str | None = None,
+           device: str | None = None, name: str = "run", startup: str | None = None,
            rank_table: str | os.PathLike | None = None, server_id: str | None = None,
            port: int | None = None, timeout: int = 60,
            hang_timeout: int | None = None, dry_run: bool = False, quiet: bool = False,
            env: dict[str, str] | None = None) -> RunResult:
     """Run a distributed job through helpers/launch.sh and return its RunResult.
 
-    `script_args` go to `script` (a Python file) or `module` (run as `python -m module`); the
-    default is `python -m helpers.train`, the series' training entry point. Rank 0's lines are
-    printed as they come unless `quiet`. Worker count and device follow helpers.device unless given.
-    `startup` is launch.sh's `--startup`: None for its default (MindSpore's dynamic cluster started
-    directly on one node, msrun for one node of several), "msrun" or "ranktable".
+    Every rank runs `python script *script_args` (`script` is a path, relative to the current folder).
+    Rank 0's lines are printed as they come unless `quiet`. Worker count and device follow
+    helpers.device unless given. `startup` is launch.sh's `--startup`: None for its default
+    (MindSpore's dynamic cluster started directly), "msrun" or "ranktable".
     `timeout` bounds cluster formation; `hang_timeout` stops a job whose ranks all fall silent.
     `local_workers`, `node_rank` and `master_addr` make this launch one node of a multi-node job
-    (notebook 06); `port` must then be the same on every node.
+    (notebook 06); `port` must then be the same on every node, and node 0 runs the scheduler.
     Interrupting (Ctrl-C, or the notebook's stop button) stops every process of the job.
     """
     run_dir = new_run_dir(name)
@@ -168,14 +186,7 @@ def launch(*script_args: str, workers: int | None = None, local_workers: int | N
             command += [option, str(value)]
     if dry_run:
         command.append("--dry-run")
-    command.append("--")
-    if script is not None and module is not None:
-        raise ValueError("give script= or module=, not both")
-    if script is not None:
-        command.append(str(script))
-    elif module is not None:
-        command += ["python", "-m", module]
-    command += [str(a) for a in script_args]
+    command += ["--", str(Path(script).resolve()), *(str(a) for a in script_args)]
     child_env = {**os.environ, "TUTORIAL_PYTHON": sys.executable, **(env or {})}
 
     start = time.perf_counter()

@@ -212,7 +212,9 @@ def _coords(rank: int, dev_matrix: tuple) -> tuple:
     return tuple(int(c) for c in np.unravel_index(rank, dev_matrix))  # row-major, last axis fastest
 
 
-def _tensor_layout(name: str, shape: tuple, dev_matrix: tuple, tensor_map: tuple) -> TensorLayout:
+def tensor_layout(name: str, shape: tuple, dev_matrix: tuple, tensor_map: tuple) -> TensorLayout:
+    """Every rank's slice of a tensor of `shape` placed by a device matrix and a tensor map (-1: not split),
+    as MindSpore records them for each parameter in a strategy file."""
     n = len(dev_matrix)
     splits = tuple(math.prod(dev_matrix[n - 1 - m] for m in _axes(e)) for e in tensor_map)
     ranges = []
@@ -359,8 +361,8 @@ def matmul_layout(device_num: int, strategy: tuple, a_shape: tuple = (16, 16), b
 
     if not transpose_b and strategy[0] == strategy[1] and a0 * a1 == device_num:  # CheckPCLMatMul
         dev = (a0, a1)
-        tensors = (_tensor_layout("A", a_shape, dev, (1, 0)), _tensor_layout("B", b_shape, dev, (1, 0)),
-                   _tensor_layout("out", out_shape, dev, (1, 0)))
+        tensors = (tensor_layout("A", a_shape, dev, (1, 0)), tensor_layout("B", b_shape, dev, (1, 0)),
+                   tensor_layout("out", out_shape, dev, (1, 0)))
         collectives = []
         if a1 > 1:  # A's K is split along the a1 axis: gather it back (replace_graph: group of dim 1)
             collectives.append(Collective("AllGather", "A", _groups_along(dev, (1,)), axis=1))
@@ -386,9 +388,9 @@ def matmul_layout(device_num: int, strategy: tuple, a_shape: tuple = (16, 16), b
     if repeat > 1:
         dev, names = dev + (repeat,), names + ("repeat",)
     b_map = (0 + shift, 1 + shift) if transpose_b else (1 + shift, 0 + shift)
-    tensors = (_tensor_layout("A", a_shape, dev, (2 + shift, 1 + shift)),
-               _tensor_layout("B", b_shape, dev, b_map),
-               _tensor_layout("out", out_shape, dev, (2 + shift, 0 + shift)))
+    tensors = (tensor_layout("A", a_shape, dev, (2 + shift, 1 + shift)),
+               tensor_layout("B", b_shape, dev, b_map),
+               tensor_layout("out", out_shape, dev, (2 + shift, 0 + shift)))
     collectives = (Collective("AllReduce", "out", _groups_along(dev, (1,))),) if a1 > 1 else ()
     return LayoutResult("MatMul", device_num, strategy, dev, names, repeat, "strategy", transpose_b,
                         tensors, collectives, dtype)
@@ -411,8 +413,8 @@ def _matmul_from_layouts(device_num, dicts, a_shape, b_shape, out_shape, transpo
                             f"{len(dev) - 1 - min(shared)} has been shard for more than once and not "
                             "sharding the reduce_dim for matmul.",
                             "use different aliases for M (A) and N (B).")
-    tensors = (_tensor_layout("A", a_shape, dev, a_map), _tensor_layout("B", b_shape, dev, b_map),
-               _tensor_layout("out", out_shape, dev, (a_map[0], b_map[n_b])))
+    tensors = (tensor_layout("A", a_shape, dev, a_map), tensor_layout("B", b_shape, dev, b_map),
+               tensor_layout("out", out_shape, dev, (a_map[0], b_map[n_b])))
     k_positions = tuple(len(dev) - 1 - m for m in _axes(a_map[1]))
     collectives = (Collective("AllReduce", "out", _groups_along(dev, k_positions)),) if k_positions else ()
     names = tuple(dicts[0].get("alias_name") or (f"d{i}" for i in range(len(dev))))
@@ -453,10 +455,22 @@ def elementwise_layout(device_num: int, strategy: tuple, shape: tuple = (16, 16)
             dev, names = dev + (repeat,), names + ("repeat",)
         tmap, mode = tuple(len(shape) - 1 - i + shift for i in range(len(shape))), "strategy"
     names_in = ("x",) if len(strategy) == 1 else tuple(f"x{i}" for i in range(len(strategy)))
-    tensors = tuple(_tensor_layout(n, shape, dev, tmap) for n in names_in)
-    tensors += (_tensor_layout("out", shape, dev, tmap),)
+    tensors = tuple(tensor_layout(n, shape, dev, tmap) for n in names_in)
+    tensors += (tensor_layout("out", shape, dev, tmap),)
     return LayoutResult(op, device_num, _implied_strategy(tensors[:-1]), dev, names, repeat, mode, False,
                         tensors, (), dtype)
+
+
+def read_strategy_file(path) -> dict:
+    """{parameter name: (device matrix, tensor map)} from the strategy file a semi/auto-parallel job saved.
+
+    Read with MindSpore's own reader, `mindspore.parallel.build_searched_strategy` (protobuf, or JSON when
+    the name ends with .json); `tensor_layout(name, full_shape, *entry)` gives every rank's slice.
+    """
+    from mindspore.parallel import build_searched_strategy
+
+    return {name: (tuple(int(d) for d in layout.dev_matrix[0].dim), tuple(int(d) for d in layout.tensor_map[0].dim))
+            for name, layout in build_searched_strategy(str(path)).items()}
 
 
 # ---------------------------------------------------------------- running a plan with numpy

@@ -19,7 +19,7 @@ def _rank_text(ranks: tuple) -> str:
 
 def _title(result, t) -> str:
     lines = [f"{t.name} {list(t.shape)}  map {t.tensor_map}", f"per device {list(t.local_shape)}"]
-    for c in result.collectives:
+    for c in result.collectives if result else ():
         if c.tensor == t.name and c.kind == "AllReduce":
             lines.append(f"then AllReduce(sum) in groups of {len(c.groups[0])}")
         elif c.tensor == t.name:
@@ -31,12 +31,13 @@ def _draw_tensor(ax, result, t) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    if len(t.shape) != 2:
-        raise ValueError(f"only 2-D tensors are drawn, {t.name} has shape {t.shape}")
-    rows, cols = t.shape
-    row_split, col_split = t.splits
+    if len(t.shape) not in (1, 2):
+        raise ValueError(f"only 1-D and 2-D tensors are drawn, {t.name} has shape {t.shape}")
+    flat = len(t.shape) == 1   # a bias: drawn as one row
+    rows, cols = (1, *t.shape) if flat else t.shape
+    row_split, col_split = (1, *t.splits) if flat else t.splits
     height, width = rows / row_split, cols / col_split
-    holders = t.holders()
+    holders = {((0, *block) if flat else block): ranks for block, ranks in t.holders().items()}
     colours = plt.get_cmap("tab20")
     size = max(6, 12 - len(holders) // 4)
     for number, (block, ranks) in enumerate(holders.items()):
@@ -47,7 +48,10 @@ def _draw_tensor(ax, result, t) -> None:
                 fontsize=size)
     ax.set_xlim(0, cols)
     ax.set_ylim(rows, 0)
-    ax.set_aspect("equal", adjustable="box")
+    if flat:
+        ax.set_box_aspect(0.15)
+    else:
+        ax.set_aspect("equal", adjustable="box")
     ax.set_xticks([])
     ax.set_yticks([])
     ax.set_title(_title(result, t), fontsize=9)
@@ -71,5 +75,17 @@ def draw_matmul_layout(result, ax=None):
         _draw_tensor(one_ax, result, t)
     fig.suptitle(f"{result.op} {result.strategy} on {result.device_num} devices, "
                  f"device matrix {list(result.dev_matrix)}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def draw_tensors(tensors, title: str = ""):
+    """Draw TensorLayouts side by side (e.g. every parameter of a strategy file); returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(tensors), figsize=(3.4 * len(tensors), 3.4), squeeze=False)
+    for ax, t in zip(axes[0], tensors):
+        _draw_tensor(ax, None, t)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig

@@ -6,12 +6,21 @@ A rank table tells HCCL which card on which server holds which rank:
      "server_list": [{"server_id": "10.0.0.1", "host_nic_ip": "reserve",
                       "device": [{"device_id": "0", "device_ip": "192.0.2.1", "rank_id": "0"}, ...]}]}
 
-Every id is a string. Rank ids are 0..N-1, unique, and numbered in server order.
+Every id is a string. Rank ids are 0..N-1, unique, and numbered in server order. The cross-cluster
+form of MindSpore's rank-table tutorial names each server (`server_id`), gives its address in
+`server_ip`, and groups servers into clusters with a top-level `cluster_list`:
+
+    "server_list": [{"server_id": "server_0", "server_ip": "10.0.0.1", "device": [...]}, ...],
+    "cluster_list": [{"cluster_id": "cluster_0", "network_type": "ROCE", "az_id": "az_0",
+                      "server_list": [{"server_id": "server_0"}]}, ...]
+
+The rules are those of the tutorial's field descriptions (HCCL, which reads the table, is closed
+source; MindSpore 2.10 itself reads only `server_list[].pod_ip` and `device[].rank_id`/`device_ip`).
 
     python -m helpers.rank_table validate FILE [--workers N]
-    python -m helpers.rank_table generate --devices 8 --server-ip IP [--device-ips IP ...] [-o FILE]
+    python -m helpers.rank_table generate --devices 8 --server-ip IP [IP ...] [--clusters] [-o FILE]
     python -m helpers.rank_table merge NODE0.json NODE1.json [-o FILE]   # one table, servers in this order
-    python -m helpers.rank_table local FILE [--server-id IP]     # "rank_id device_id" per local card
+    python -m helpers.rank_table local FILE [--server-id ID]     # "rank_id device_id" per local card
 """
 
 from __future__ import annotations
@@ -57,11 +66,59 @@ def _check_string_id(problems: list[str], where: str, value: object, *, ip: bool
     return True
 
 
+def placeholders(table: object, where: str = "") -> list[str]:
+    """Fields whose value still holds a `*` placeholder, as in the published templates ("192.1.*.6")."""
+    if isinstance(table, dict):
+        return [p for key, value in table.items() for p in placeholders(value, f"{where}.{key}" if where else key)]
+    if isinstance(table, list):
+        return [p for i, value in enumerate(table) for p in placeholders(value, f"{where}[{i}]")]
+    return [f"{where} = {table!r}"] if isinstance(table, str) and "*" in table else []
+
+
+def _check_clusters(problems: list[str], clusters: object, server_ids: list[str]) -> None:
+    """`cluster_list`: each cluster names existing servers; every server is in exactly one cluster."""
+    if not isinstance(clusters, list) or not clusters:
+        problems.append("cluster_list must be a non-empty list of clusters (or leave it out)")
+        return
+    home: dict[str, str] = {}
+    for c, cluster in enumerate(clusters):
+        where = f"cluster_list[{c}]"
+        if not isinstance(cluster, dict) or not isinstance(cluster.get("server_list"), list) or \
+                not cluster["server_list"]:
+            problems.append(f"{where} must be an object with cluster_id and a non-empty server_list")
+            continue
+        cluster_id = cluster.get("cluster_id")
+        if not isinstance(cluster_id, str) or not cluster_id:
+            problems.append(f"{where}.cluster_id is {cluster_id!r}: name the cluster, e.g. \"cluster_{c}\"")
+        for m, member in enumerate(cluster["server_list"]):
+            server_id = member.get("server_id") if isinstance(member, dict) else None
+            if server_id not in server_ids:
+                problems.append(f"{where}.server_list[{m}].server_id {server_id!r} is not a server of the table: "
+                                f"use one of {server_ids}")
+            elif server_id in home:
+                problems.append(f"server {server_id!r} is in {home[server_id]} and {where}: "
+                                "each server belongs to exactly one cluster")
+            else:
+                home[server_id] = where
+    for server_id in server_ids:
+        if server_id not in home:
+            problems.append(f"server {server_id!r} is in no cluster: add it to one cluster's server_list")
+
+
 def find_problems(table: object, workers: int | None = None) -> list[str]:
-    """Every problem in `table` (parsed JSON), each naming its field and the fix. Empty when valid."""
+    """Every problem in `table` (parsed JSON), each naming its field and the fix. Empty when valid.
+
+    A template (addresses still holding `*`) gets one line saying so first, then the details.
+    """
     if not isinstance(table, dict):
         return ["the top level must be a JSON object with version, server_count, server_list, status"]
     problems: list[str] = []
+    unfilled = placeholders(table)
+    if unfilled:
+        problems.append(f"this is a template: {len(unfilled)} field(s) still hold '*' placeholders (first: "
+                        f"{unfilled[0]}). Fill in the real addresses: each card's device_ip from "
+                        "`hccn_tool -i <card> -ip -g` (or /etc/hccn.conf), each host's own IP for server_id "
+                        "(or server_ip in the cross-cluster form)")
     for key in ("version", "server_count", "server_list", "status"):
         if key not in table:
             problems.append(f"missing key '{key}' at the top level: add it (see rank_table_file.json)")
@@ -87,10 +144,23 @@ def find_problems(table: object, workers: int | None = None) -> list[str]:
         for key in ("server_id", "device"):
             if key not in server:
                 problems.append(f"missing key '{key}' in {where}: add it")
-        if "server_id" in server and _check_string_id(problems, f"{where}.server_id", server["server_id"], ip=True):
-            if server["server_id"] in seen_servers:
-                problems.append(f"{where}.server_id {server['server_id']} appears twice: one entry per server")
-            seen_servers.add(server["server_id"])
+        named = "server_ip" in server   # the cross-cluster form: server_id is a name, server_ip the address
+        if named:
+            _check_string_id(problems, f"{where}.server_ip", server["server_ip"], ip=True)
+        server_id = server.get("server_id")
+        if "server_id" in server and not named and isinstance(server_id, str) and server_id and \
+                not _is_ip(server_id) and "*" not in server_id:
+            problems.append(f"{where}.server_id is {server_id!r}, not an IP address: write the host's IP, or "
+                            "keep the name and give the address in server_ip (the cross-cluster form)")
+        elif "server_id" in server and (named or "*" in str(server_id)):
+            if not isinstance(server_id, str) or not server_id:
+                problems.append(f"{where}.server_id is {server_id!r}: a server's id is a non-empty string")
+        elif "server_id" in server:
+            _check_string_id(problems, f"{where}.server_id", server_id, ip=True)
+        if isinstance(server_id, str):
+            if server_id in seen_servers:
+                problems.append(f"{where}.server_id {server_id} appears twice: one entry per server")
+            seen_servers.add(server_id)
         devices = server.get("device")
         if "device" in server and (not isinstance(devices, list) or not devices):
             problems.append(f"{where}.device must be a non-empty list of cards")
@@ -118,6 +188,9 @@ def find_problems(table: object, workers: int | None = None) -> list[str]:
                 _check_string_id(problems, f"{dwhere}.device_ip", device["device_ip"], ip=True)
             if "rank_id" in device and _check_string_id(problems, f"{dwhere}.rank_id", device["rank_id"]):
                 ranks_in_order.append(int(device["rank_id"]))
+    if "cluster_list" in table:
+        _check_clusters(problems, table["cluster_list"], [s.get("server_id") for s in servers or []
+                                                          if isinstance(s, dict)])
     if ranks_in_order:
         duplicates = sorted({r for r in ranks_in_order if ranks_in_order.count(r) > 1})
         if duplicates:
@@ -157,7 +230,8 @@ def rank_count(table: dict) -> int:
 
 
 def local_ranks(table: dict, server_id: str | None = None) -> list[tuple[int, int]]:
-    """(rank_id, device_id) for the cards of one server: `server_id`, or the only server in the table."""
+    """(rank_id, device_id) for the cards of one server (named by its server_id or server_ip), or of the
+    only server in the table."""
     servers = table["server_list"]
     if server_id is None:
         if len(servers) != 1:
@@ -166,36 +240,45 @@ def local_ranks(table: dict, server_id: str | None = None) -> list[tuple[int, in
                                                    "say which one this is with --server-id"])
         server = servers[0]
     else:
-        matches = [s for s in servers if s["server_id"] == server_id]
+        matches = [s for s in servers if server_id in (s["server_id"], s.get("server_ip"))]
         if not matches:
-            raise RankTableError("(local ranks)", [f"server_id {server_id} is not in the table"])
+            known = [s.get("server_ip", s["server_id"]) for s in servers]
+            raise RankTableError("(local ranks)", [f"no server {server_id} in the table (server_id or "
+                                                   f"server_ip): it has {known}"])
         server = matches[0]
     return [(int(d["rank_id"]), int(d["device_id"])) for d in server["device"]]
 
 
-def generate(devices: int, server_ip: str, device_ips: list[str] | None = None, first_rank: int = 0) -> dict:
-    """A valid single-server table with `devices` cards (device ids 0..devices-1).
+def generate(devices: int, server_ip: str | list[str], device_ips: list[str] | None = None,
+             first_rank: int = 0, clusters: bool = False) -> dict:
+    """A valid table with `devices` cards (ids 0..devices-1) on each server of `server_ip` (one or a list).
 
-    With `first_rank` > 0 it is one server's part of a multi-server table, to be merged.
+    With `clusters`, the cross-cluster form: servers named server_<k>, their address in server_ip, one
+    cluster per server. With `first_rank` > 0 it is one server's part of a multi-server table, to be merged.
     """
+    server_ips = [server_ip] if isinstance(server_ip, str) else list(server_ip)
     if not 1 <= devices <= MAX_DEVICES_PER_SERVER:
         raise ValueError(f"--devices must be 1-{MAX_DEVICES_PER_SERVER}, got {devices}")
+    if not server_ips:
+        raise ValueError("give one --server-ip per server")
+    total = devices * len(server_ips)
     if device_ips is None:
         # 198.51.100.0/24 is a documentation range (RFC 5737): clearly illustrative, never routed.
-        device_ips = [f"198.51.100.{i + 1}" for i in range(devices)]
-    if len(device_ips) != devices:
-        raise ValueError(f"got {len(device_ips)} --device-ips for {devices} devices: give one per card")
-    table = {
-        "version": VERSION,
-        "server_count": "1",
-        "server_list": [{
-            "server_id": server_ip,
-            "host_nic_ip": "reserve",
-            "device": [{"device_id": str(i), "device_ip": ip, "rank_id": str(first_rank + i)}
-                       for i, ip in enumerate(device_ips)],
-        }],
-        "status": STATUS,
-    }
+        device_ips = [f"198.51.100.{i + 1}" for i in range(total)]
+    if len(device_ips) != total:
+        raise ValueError(f"got {len(device_ips)} --device-ips for {total} cards: give one per card")
+    servers = []
+    for k, ip in enumerate(server_ips):
+        server = {"server_id": f"server_{k}" if clusters else ip, "host_nic_ip": "reserve",
+                  "device": [{"device_id": str(i), "device_ip": device_ips[k * devices + i],
+                              "rank_id": str(first_rank + k * devices + i)} for i in range(devices)]}
+        if clusters:
+            server["server_ip"] = ip
+        servers.append(server)
+    table = {"version": VERSION, "server_count": str(len(servers)), "server_list": servers, "status": STATUS}
+    if clusters:
+        table["cluster_list"] = [{"cluster_id": f"cluster_{k}", "network_type": "ROCE", "az_id": f"az_{k}",
+                                  "server_list": [{"server_id": s["server_id"]}]} for k, s in enumerate(servers)]
     problems = find_problems(table) if first_rank == 0 else []
     if problems:
         raise RankTableError("(generated)", problems)
@@ -228,17 +311,20 @@ def main(argv: list[str] | None = None) -> int:
     validate = sub.add_parser("validate", help="check a rank table; exit 1 naming every problem")
     validate.add_argument("file")
     validate.add_argument("--workers", type=int, help="also check the table has this many ranks")
-    gen = sub.add_parser("generate", help="write a valid single-server table")
-    gen.add_argument("--devices", type=int, default=8)
-    gen.add_argument("--server-ip", required=True)
-    gen.add_argument("--device-ips", nargs="+")
+    gen = sub.add_parser("generate", help="write a valid table: one server per --server-ip")
+    gen.add_argument("--devices", type=int, default=8, help="cards per server")
+    gen.add_argument("--server-ip", required=True, nargs="+", help="each server's host IP, in rank order")
+    gen.add_argument("--servers", type=int, help="how many servers (checked against --server-ip)")
+    gen.add_argument("--clusters", action="store_true",
+                     help="the cross-cluster form: named servers, server_ip, one cluster per server")
+    gen.add_argument("--device-ips", nargs="+", help="every card's IP, server by server")
     gen.add_argument("-o", "--output", help="file to write (default: print)")
     join = sub.add_parser("merge", help="merge per-node tables into one, rank ids renumbered in server order")
     join.add_argument("files", nargs="+")
     join.add_argument("-o", "--output", help="file to write (default: print)")
     local = sub.add_parser("local", help="print 'rank_id device_id' for this server's cards")
     local.add_argument("file")
-    local.add_argument("--server-id")
+    local.add_argument("--server-id", help="this server's server_id or server_ip")
     local.add_argument("--workers", type=int, help="the job's total rank count, checked against the table")
     args = parser.parse_args(argv)
     try:
@@ -248,7 +334,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"{rank_count(table)} ranks")
         elif args.command in ("generate", "merge"):
             if args.command == "generate":
-                table = generate(args.devices, args.server_ip, args.device_ips)
+                if args.servers is not None and args.servers != len(args.server_ip):
+                    raise ValueError(f"--servers {args.servers} but {len(args.server_ip)} --server-ip given: "
+                                     "give one --server-ip per server")
+                table = generate(args.devices, args.server_ip, args.device_ips, clusters=args.clusters)
             else:
                 table = merge([load(path) for path in args.files])
             text = json.dumps(table, indent=4) + "\n"

@@ -1,14 +1,18 @@
 """helpers/launch.sh and helpers.launch(): arguments, dry runs, a real job and a failing one."""
 
+import json
 import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from helpers import launch
 from helpers.launcher import LAUNCH_SH, PROJECT_ROOT, live_processes
+
+JOB = Path(__file__).with_name("step_job.py")  # a small plain-MindSpore job with real AllReduces
 
 ENV = {**os.environ, "TUTORIAL_PYTHON": sys.executable, "TUTORIAL_DEVICE": "CPU"}
 
@@ -27,7 +31,7 @@ def test_help_documents_every_option():
 
 def test_ranktable_dry_run_prints_each_rank_environment(tmp_path):
     result = run_sh("--dry-run", "--startup", "ranktable", "--rank-table", "rank_table_file.json",
-                    "--log-dir", str(tmp_path / "rt"))
+                    "--log-dir", str(tmp_path / "rt"), str(JOB))
     assert result.returncode == 0, result.stderr
     lines = [line for line in result.stdout.splitlines() if line.startswith("rank ")]
     assert len(lines) == 8
@@ -36,15 +40,15 @@ def test_ranktable_dry_run_prints_each_rank_environment(tmp_path):
         assert f"RANK_TABLE_FILE={table}" in line
         assert f"RANK_ID={k} DEVICE_ID={k} RANK_SIZE=8" in line
         assert f"rank_{k}/worker_{k}.log" in line
-        assert "python -m helpers.train" in line
+        assert f"python {JOB}" in line
     assert not (tmp_path / "rt").exists(), "a dry run must not create anything"
 
 
 def test_dynamic_dry_run_is_the_default_and_shows_each_process(tmp_path):
     result = run_sh("--dry-run", "--workers", "3", "--timeout", "45", "--port", "23457",
-                    "--log-dir", str(tmp_path / "d"), "--", "--epochs", "1")
+                    "--log-dir", str(tmp_path / "d"), "--", str(JOB), "--steps", "1")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("# dynamic-cluster startup: 3 workers")
+    assert result.stdout.startswith("# dynamic-cluster startup, 3 ranks on CPU")
     sched = [line for line in result.stdout.splitlines() if line.startswith("scheduler:")]
     assert len(sched) == 1 and "MS_ROLE=MS_SCHED MS_SCHED_HOST=127.0.0.1 MS_SCHED_PORT=23457" in sched[0]
     ranks = [line for line in result.stdout.splitlines() if line.startswith("rank ")]
@@ -52,16 +56,19 @@ def test_dynamic_dry_run_is_the_default_and_shows_each_process(tmp_path):
     for k, line in enumerate(ranks):
         assert (f"MS_ROLE=MS_WORKER MS_SCHED_HOST=127.0.0.1 MS_SCHED_PORT=23457 MS_WORKER_NUM=3 MS_TOPO_TIMEOUT=45 "
                 f"MS_NODE_ID={k} RANK_ID={k} DEVICE_ID={k} RANK_SIZE=3") in line
-        assert line.endswith(f"python -m helpers.train --epochs 1 > {tmp_path / 'd'}/worker_{k}.log")
+        cores = sorted(os.sched_getaffinity(0))
+        pin = f"taskset -c {cores[k % len(cores)]} "   # one core per rank on CPU
+        assert line.endswith(f"-> {pin}python {JOB} --steps 1 > {tmp_path / 'd'}/worker_{k}.log")
     assert not (tmp_path / "d").exists(), "a dry run must not create anything"
 
 
 def test_msrun_dry_run_shows_bounded_timeout_and_workers(tmp_path):
     result = run_sh("--dry-run", "--startup", "msrun", "--workers", "3", "--timeout", "45",
-                    "--log-dir", str(tmp_path / "d"), "--", "--epochs", "1")
+                    "--log-dir", str(tmp_path / "d"), "--", str(JOB), "--steps", "1")
     assert result.returncode == 0, result.stderr
     assert "--worker_num=3" in result.stdout and "--cluster_time_out=45" in result.stdout
-    assert "--join=True" in result.stdout and "python -m helpers.train --epochs 1" in result.stdout
+    assert "--bind_core=True" in result.stdout, "one core per rank on CPU"
+    assert "--join=True" in result.stdout and f"python {JOB} --steps 1" in result.stdout
     assert sum(line.startswith("rank ") for line in result.stdout.splitlines()) == 3
 
 
@@ -78,13 +85,11 @@ def test_msrun_dry_run_shows_bounded_timeout_and_workers(tmp_path):
     (["--startup", "ranktable", "--rank-table", "rank_table_file.json", "--workers", "2"],
      "the table has 8 ranks but the job asks for 2 workers"),
     (["--startup", "ranktable", "--rank-table", "rank_table_file.json"], "rank-table startup needs Ascend"),
-    (["--", "--parallel-mode", "semi_auto_parallel"], "--parallel-mode semi_auto_parallel needs Ascend"),
-    (["--", "--parallel-mode", "auto_parallel", "--search-mode", "sharding_propagation"],
-     "--parallel-mode auto_parallel needs Ascend"),
-    (["--", "--epochs", "0"], "--epochs must be at least 1"),
+    ([], "give the script every rank runs"),
 ])
 def test_bad_input_is_named_before_anything_starts(args, message, tmp_path):
-    result = run_sh("--log-dir", str(tmp_path / "bad"), *args)
+    needs_script = args and not args[-1].endswith(".py") and args != ["--timeout"]
+    result = run_sh("--log-dir", str(tmp_path / "bad"), *args, *([str(JOB)] if needs_script else []))
     assert result.returncode == 2
     assert message in result.stderr
 
@@ -94,7 +99,7 @@ def test_busy_port_is_named(tmp_path):
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         port = sock.getsockname()[1]
-        result = run_sh("--port", str(port), "--log-dir", str(tmp_path / "p"))
+        result = run_sh("--port", str(port), "--log-dir", str(tmp_path / "p"), str(JOB))
     assert result.returncode == 2
     assert f"port {port} is already in use" in result.stdout + result.stderr
 
@@ -103,7 +108,7 @@ def test_malformed_rank_table_is_named(tmp_path):
     table = tmp_path / "t.json"
     table.write_text('{"version": "1.0", "server_count": "1", "status": "completed", "server_list": '
                      '[{"server_id": "192.0.2.1", "device": [{"device_id": "0", "device_ip": "x", "rank_id": 0}]}]}')
-    result = run_sh("--dry-run", "--startup", "ranktable", "--rank-table", str(table))
+    result = run_sh("--dry-run", "--startup", "ranktable", "--rank-table", str(table), str(JOB))
     assert result.returncode == 2
     assert "device_ip is 'x', not an IP address" in result.stderr
     assert "rank_id is 0 (int): ids are strings" in result.stderr
@@ -113,29 +118,25 @@ def test_existing_run_folder_is_never_overwritten(tmp_path):
     used = tmp_path / "run"
     used.mkdir()
     (used / "worker_0.log").write_text("an earlier run\n")
-    result = run_sh("--dry-run", "--log-dir", str(used))
+    result = run_sh("--dry-run", "--log-dir", str(used), str(JOB))
     assert result.returncode == 0
     assert f"writing to {used}-2 instead" in result.stderr
     assert (used / "worker_0.log").read_text() == "an earlier run\n"
 
 
-def test_real_two_rank_data_parallel_job():
-    result = launch("--epochs", "2", "--samples", "512", "--log-every", "4", workers=2, name="test-launch",
-                    quiet=True)
+def test_real_two_rank_job_streams_rank_0_pins_cores_and_collects_metrics():
+    result = launch(JOB, "--steps", "3", workers=2, name="test-launch", quiet=True)
     assert result.ok, result.output
     assert result.ranks == [0, 1]
-    finals = [result.final(rank) for rank in result.ranks]
-    assert {f["world"] for f in finals} == {2}
-    assert finals[0]["weights_sha"] == finals[1]["weights_sha"], "data parallel ranks must end identical"
+    assert [result.losses(rank) for rank in (0, 1)] == [[1.0, 0.5, 1 / 3]] * 2
+    assert all(r["sum"] == 2.0 for rank in (0, 1) for r in result.records(rank, "step")), "a real AllReduce"
     cores = sorted(os.sched_getaffinity(0))
-    assert [f["cpu_affinity"] for f in finals] == [[cores[k % len(cores)]] for k in (0, 1)], "one core per rank"
-    for rank in result.ranks:
-        losses = result.losses(rank)
-        assert len(losses) == 2 * 512 // 2 // 32
-        assert losses[-1] < losses[0]
-    assert "[rank 0] epoch 1 step 4 loss" in result.output, "rank 0's progress is streamed"
-    assert "[rank 1]" not in result.output.replace("[rank 1] done", ""), "only rank 0 logs progress"
-    assert "done: eval accuracy" in result.log_tail
+    pinned = [json.loads((result.run_dir / f"rank_{k}" / "launch.json").read_text())["cpu_affinity"] for k in (0, 1)]
+    assert pinned == [[cores[k % len(cores)]] for k in (0, 1)], "one core per rank"
+    assert "[rank 0] step 3 AllReduce sum 2" in result.output, "rank 0's progress is streamed"
+    assert "[rank 1]" not in result.output, "only rank 0's log is streamed"
+    assert "[rank 0] done" in result.log_tail
+    assert "2 ranks with metrics" in repr(result) and "<table>" in result._repr_html_()
 
 
 def test_a_failing_rank_is_named_and_nothing_is_left_running(tmp_path):
@@ -148,7 +149,7 @@ def test_a_failing_rank_is_named_and_nothing_is_left_running(tmp_path):
         "from mindspore.communication import init\n"
         "ms.set_device('CPU')\n"
         "init()\n")
-    result = launch(script=str(script), workers=2, name="test-fail", quiet=True)
+    result = launch(script, workers=2, name="test-fail", quiet=True)
     assert result.returncode != 0
     assert result.failed_ranks() == {1: "raised an error"}
     assert "rank 1 raised an error" in result.output
@@ -160,12 +161,15 @@ def test_a_failing_rank_is_named_and_nothing_is_left_running(tmp_path):
 
 def test_multi_node_dry_run_numbers_ranks_by_node(tmp_path):
     result = run_sh("--dry-run", "--workers", "4", "--local-workers", "2", "--node-rank", "1", "--port", "23456",
-                    "--master-addr", "127.0.0.1", "--log-dir", str(tmp_path / "n1"))
+                    "--master-addr", "127.0.0.1", "--log-dir", str(tmp_path / "n1"), str(JOB))
     assert result.returncode == 0, result.stderr
     ranks = [line for line in result.stdout.splitlines() if line.startswith("rank ")]
     assert [r.split(":")[0] for r in ranks] == ["rank 2", "rank 3"]
     assert "RANK_ID=2 DEVICE_ID=0" in ranks[0] and "RANK_ID=3 DEVICE_ID=1" in ranks[1]
-    assert "--node_rank=1" in result.stdout and "--local_worker_num=2" in result.stdout
+    assert "scheduler:" not in result.stdout, "node 1 joins node 0's scheduler"
+    msrun = run_sh("--dry-run", "--startup", "msrun", "--workers", "4", "--local-workers", "2", "--node-rank", "1",
+                   "--port", "23456", "--log-dir", str(tmp_path / "n1m"), str(JOB))
+    assert "--node_rank=1" in msrun.stdout and "--local_worker_num=2" in msrun.stdout
 
 
 @pytest.mark.parametrize("args, message", [
@@ -175,6 +179,6 @@ def test_multi_node_dry_run_numbers_ranks_by_node(tmp_path):
     (["--workers", "2", "--local-workers", "3"], "--local-workers must be between 1 and --workers"),
 ])
 def test_bad_multi_node_options_are_named(args, message, tmp_path):
-    result = run_sh("--dry-run", *args, "--log-dir", str(tmp_path / "m"))
+    result = run_sh("--dry-run", *args, "--log-dir", str(tmp_path / "m"), str(JOB))
     assert result.returncode == 2
     assert message in result.stderr

@@ -13,7 +13,9 @@ from helpers.layout import (
     elementwise_local,
     matmul_layout,
     partial_products,
+    read_strategy_file,
     reassemble,
+    tensor_layout,
 )
 
 M, K, N = 16, 32, 8
@@ -225,4 +227,49 @@ def test_draw_matmul_layout_returns_three_axes():
     plt.close(fig)
     fig, axes = plt.subplots(1, 3)
     assert draw_matmul_layout(matmul_layout(8, ((2, 1), (1, 4)), (M, K), (K, N)), ax=axes) is fig
+    plt.close(fig)
+
+
+def _write_strategy_file(path, layouts):
+    """A strategy file in MindSpore's own protobuf schema, as a semi/auto-parallel job saves it."""
+    from mindspore.train import node_strategy_pb2
+
+    pb = node_strategy_pb2.ParallelStrategyMap()
+    pb.current_stage = 0
+    for name, (dev, tmap) in layouts.items():
+        item = pb.parallel_layout_item.add()
+        item.param_name = name
+        item.parallel_layouts.dev_matrix.add().dim.extend(dev)
+        item.parallel_layouts.tensor_map.add().dim.extend(tmap)
+        item.parallel_layouts.field = 0
+        item.parallel_layouts.opt_weight_shard_step = 0
+        item.parallel_layouts.opt_weight_shard_size = 0
+    path.write_bytes(pb.SerializeToString())
+
+
+def test_strategy_file_round_trip_matches_the_calculator(tmp_path):
+    """Megatron SimpleNet on 8 devices: fc1 ((2, 1), (4, 1)), fc2 ((2, 4), (1, 4)), as notebook 02 predicts."""
+    fc1 = matmul_layout(8, ((2, 1), (4, 1)), (256, 32), (64, 32), transpose_b=True)
+    fc2 = matmul_layout(8, ((2, 4), (1, 4)), (256, 64), (10, 64), transpose_b=True)
+    written = {"fc1.weight": (fc1.dev_matrix, fc1.tensor("B").tensor_map), "fc1.bias": ((2, 4), (0,)),
+               "fc2.weight": (fc2.dev_matrix, fc2.tensor("B").tensor_map), "fc2.bias": ((2, 1, 4), (-1,))}
+    _write_strategy_file(tmp_path / "strategy.ckpt", written)
+    loaded = read_strategy_file(tmp_path / "strategy.ckpt")
+    assert loaded == written
+    shapes = {"fc1.weight": (64, 32), "fc1.bias": (64,), "fc2.weight": (10, 64), "fc2.bias": (10,)}
+    local = {name: tensor_layout(name, shapes[name], *loaded[name]).local_shape for name in shapes}
+    assert local == {"fc1.weight": (16, 32), "fc1.bias": (16,), "fc2.weight": (10, 16), "fc2.bias": (10,)}
+    assert tensor_layout("fc1.weight", (64, 32), *loaded["fc1.weight"]).slice_of(5) == fc1.tensor("B").slice_of(5)
+
+
+def test_draw_tensors_draws_vectors_and_matrices():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from helpers.layout_plot import draw_tensors
+
+    fig = draw_tensors([tensor_layout("w", (64, 32), (2, 4), (0, -1)), tensor_layout("b", (64,), (2, 4), (0,))], "t")
+    assert len(fig.axes) == 2
     plt.close(fig)

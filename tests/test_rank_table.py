@@ -133,3 +133,86 @@ def test_merge_renumbers_ranks_in_server_order(tmp_path):
 def test_merging_the_same_server_twice_is_refused():
     with pytest.raises(RankTableError, match="appears twice"):
         rank_table.merge([VALID, VALID])
+
+
+# The cross-cluster form of MindSpore's rank-table tutorial: named servers, server_ip, cluster_list.
+CROSS = generate(8, ["192.0.2.10", "192.0.2.11"], clusters=True)
+
+
+def test_cross_cluster_form_is_generated_and_valid():
+    assert find_problems(CROSS, workers=16) == []
+    assert [s["server_id"] for s in CROSS["server_list"]] == ["server_0", "server_1"]
+    assert [s["server_ip"] for s in CROSS["server_list"]] == ["192.0.2.10", "192.0.2.11"]
+    assert [[m["server_id"] for m in c["server_list"]] for c in CROSS["cluster_list"]] == [["server_0"], ["server_1"]]
+    assert local_ranks(CROSS, "server_1") == [(8 + i, i) for i in range(8)]
+    assert local_ranks(CROSS, "192.0.2.11") == local_ranks(CROSS, "server_1"), "a server is found by its address too"
+
+
+def cross_after(edit):
+    table = copy.deepcopy(CROSS)
+    edit(table)
+    return "\n".join(find_problems(table))
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda t: t["cluster_list"][0]["server_list"].append({"server_id": "server_9"}),
+     "cluster_list[0].server_list[1].server_id 'server_9' is not a server of the table"),
+    (lambda t: t["cluster_list"][1]["server_list"].append({"server_id": "server_0"}),
+     "server 'server_0' is in cluster_list[0] and cluster_list[1]: each server belongs to exactly one cluster"),
+    (lambda t: t["cluster_list"].pop(), "server 'server_1' is in no cluster"),
+    (lambda t: t["server_list"][1].pop("server_ip"), "server_list[1].server_id is 'server_1', not an IP address"),
+    (lambda t: t["server_list"][1].update(server_ip="10.0.0"), "server_list[1].server_ip is '10.0.0', not an IP"),
+    (lambda t: t["server_list"][1].update(server_id="server_0"), "server_id server_0 appears twice"),
+    (lambda t: t.update(cluster_list=[]), "cluster_list must be a non-empty list"),
+    (lambda t: t["cluster_list"][0].pop("cluster_id"), "cluster_list[0].cluster_id is None"),
+])
+def test_each_malformed_cross_cluster_table_is_named(edit, expected):
+    assert expected in cross_after(edit)
+
+
+def template(table):
+    """What the tutorial publishes: the same table with '*' where the addresses go."""
+    table = copy.deepcopy(table)
+    for k, server in enumerate(table["server_list"]):
+        server["server_ip" if "server_ip" in server else "server_id"] = "10.*.*.*"
+        for device in server["device"]:
+            device["device_ip"] = f"192.{int(device['device_id']) % 4 + 1}.*.{6 + k}"
+    return table
+
+
+@pytest.mark.parametrize("table", [generate(8, "192.0.2.10"), generate(8, ["192.0.2.10", "192.0.2.11"]), CROSS],
+                         ids=["8-cards", "16-cards", "cross-cluster"])
+def test_a_template_is_named_as_such_first(table):
+    problems = find_problems(template(table))
+    assert problems[0].startswith("this is a template:"), problems[0]
+    assert "hccn_tool -i <card> -ip -g" in problems[0]
+    assert find_problems(table) == [], "filled in, it is valid"
+
+
+def test_cross_cluster_dry_run_starts_the_second_servers_ranks(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from helpers.launcher import LAUNCH_SH, PROJECT_ROOT
+
+    path = tmp_path / "cross.json"
+    path.write_text(json.dumps(CROSS))
+    result = subprocess.run(["bash", str(LAUNCH_SH), "--dry-run", "--startup", "ranktable", "--rank-table", str(path),
+                             "--server-id", "server_1", "--workers", "16", "--log-dir", str(tmp_path / "run"),
+                             str(PROJECT_ROOT / "tests" / "step_job.py")],
+                            capture_output=True, text=True, cwd=PROJECT_ROOT,
+                            env={**os.environ, "TUTORIAL_PYTHON": sys.executable}, timeout=60)
+    assert result.returncode == 0, result.stderr
+    ranks = [line for line in result.stdout.splitlines() if line.startswith("rank ")]
+    assert [line.split(":")[0] for line in ranks] == [f"rank {r}" for r in range(8, 16)]
+    assert all(f"RANK_ID={8 + i} DEVICE_ID={i} RANK_SIZE=16" in line for i, line in enumerate(ranks))
+
+
+def test_generate_cli_checks_the_server_count(tmp_path, capsys):
+    assert rank_table.main(["generate", "--devices", "2", "--server-ip", "192.0.2.1", "--servers", "2"]) == 1
+    assert "give one --server-ip per server" in capsys.readouterr().err
+    out = tmp_path / "t.json"
+    assert rank_table.main(["generate", "--devices", "2", "--server-ip", "192.0.2.1", "192.0.2.2", "--servers", "2",
+                            "--clusters", "-o", str(out)]) == 0
+    assert find_problems(json.loads(out.read_text()), workers=4) == []

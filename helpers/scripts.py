@@ -1,0 +1,44 @@
+"""The worker scripts the notebooks show in full: read them back out of the notebooks.
+
+Every process the series launches runs a script that its notebook writes with a `%%writefile
+scripts/NAME.py` cell. `make demo`, the tests and the benchmarks take the same scripts from the
+notebooks, so each script has exactly one source: the cell a reader sees.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def notebook_scripts(notebook: str | Path) -> dict[str, str]:
+    """{path written (relative to notebooks/): source} for every `%%writefile` cell of `notebook`."""
+    path = Path(notebook)
+    if not path.is_absolute() and not path.exists():
+        path = NOTEBOOKS / path
+    scripts = {}
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code" and source.startswith("%%writefile "):
+            first, _, body = source.partition("\n")
+            scripts[first.split()[-1]] = body if body.endswith("\n") else body + "\n"
+    return scripts
+
+
+def all_scripts() -> dict[tuple[str, str], str]:
+    """{(notebook name, script path): source} across the series."""
+    return {(nb.name, name): source for nb in sorted(NOTEBOOKS.glob("*.ipynb"))
+            for name, source in notebook_scripts(nb).items()}
+
+
+def write_script(notebook: str | Path, name: str, folder: str | Path) -> Path:
+    """Write the script `name` (e.g. "scripts/train.py") of `notebook` into `folder`; return its path."""
+    scripts = notebook_scripts(notebook)
+    if name not in scripts:
+        raise KeyError(f"{notebook} writes no {name!r}; it writes {sorted(scripts)}")
+    target = Path(folder) / Path(name).name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(scripts[name], encoding="utf-8")
+    return target

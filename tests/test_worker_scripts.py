@@ -1,0 +1,69 @@
+"""Every script a notebook launches is plain MindSpore and runs under bare msrun.
+
+The scripts are read from the notebooks' `%%writefile` cells (helpers.scripts), so what is tested
+is exactly what a reader sees. Each runs with no arguments under `msrun` itself (not the series'
+launcher) with 2 CPU workers, in an empty folder, as a reader would run it by hand.
+"""
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers.ports import free_port
+from helpers.scripts import all_scripts
+
+SCRIPTS = all_scripts()
+ALLOWED_TOP_LEVEL = {"mindspore", "numpy"} | set(sys.stdlib_module_names)
+
+# Scripts that need Ascend: on CPU each must stop at once with a message that names the limit.
+ASCEND_ONLY = {
+    "semi_auto_parallel.py": "needs Ascend",
+}
+
+
+def imported_modules(source: str) -> set[str]:
+    modules = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            modules |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            modules.add(node.module.split(".")[0])
+    return modules
+
+
+def test_the_notebooks_show_their_scripts():
+    assert len(SCRIPTS) >= 1
+    assert all(name.startswith("scripts/") and name.endswith(".py") for _, name in SCRIPTS), \
+        "every script is written into notebooks/scripts/ (ignored by git)"
+
+
+@pytest.mark.parametrize("key", sorted(SCRIPTS), ids=lambda k: f"{k[0][:2]}-{Path(k[1]).name}")
+def test_scripts_import_only_mindspore_numpy_and_the_standard_library(key):
+    outside = imported_modules(SCRIPTS[key]) - ALLOWED_TOP_LEVEL
+    assert not outside, f"{key[1]} imports {sorted(outside)}: a worker script may use only mindspore, numpy, stdlib"
+
+
+@pytest.mark.launch
+@pytest.mark.parametrize("key", sorted(SCRIPTS), ids=lambda k: f"{k[0][:2]}-{Path(k[1]).name}")
+def test_script_runs_under_bare_msrun(key, tmp_path):
+    script = tmp_path / Path(key[1]).name
+    script.write_text(SCRIPTS[key], encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUTORIAL_", "MS_", "RANK_"))}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # msrun starts `python`
+    env["ONEDNN_MAX_CPU_ISA"] = "AVX2"  # what the launcher sets on CPU: oneDNN's fast conv kernel here
+    command = [sys.executable, "-m", "mindspore.parallel.cluster.run", "--worker_num=2", "--local_worker_num=2",
+               f"--master_port={free_port()}", f"--log_dir={tmp_path / 'logs'}", "--join=True",
+               "--cluster_time_out=90", script.name]
+    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
+    logs = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
+                     for p in sorted((tmp_path / "logs").glob("worker_*.log")))
+    if script.name in ASCEND_ONLY:
+        assert result.returncode != 0
+        assert ASCEND_ONLY[script.name] in logs, logs
+        assert "Traceback" not in logs, "the limit is named, not a stack trace"
+    else:
+        assert result.returncode == 0, f"msrun exit code {result.returncode}\n{result.stdout[-2000:]}\n{logs}"
