@@ -38,8 +38,10 @@ interleaved_parallel and rank_list, pipeline stages, and backward ops (gradient/
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -105,6 +107,7 @@ class TensorLayout:
     tensor_map: tuple
     splits: tuple
     ranges: tuple = field(repr=False)
+    dev_matrix: tuple = ()   # the device matrix the tensor map refers to (what a strategy file records)
 
     @property
     def local_shape(self) -> tuple:
@@ -228,7 +231,7 @@ def tensor_layout(name: str, shape: tuple, dev_matrix: tuple, tensor_map: tuple)
             step = size // split
             per_dim.append((block * step, (block + 1) * step))
         ranges.append(tuple(per_dim))
-    return TensorLayout(name, tuple(shape), tuple(tensor_map), splits, tuple(ranges))
+    return TensorLayout(name, tuple(shape), tuple(tensor_map), splits, tuple(ranges), tuple(dev_matrix))
 
 
 def _groups_along(dev_matrix: tuple, positions: tuple) -> tuple:
@@ -459,6 +462,34 @@ def elementwise_layout(device_num: int, strategy: tuple, shape: tuple = (16, 16)
     tensors += (tensor_layout("out", shape, dev, tmap),)
     return LayoutResult(op, device_num, _implied_strategy(tensors[:-1]), dev, names, repeat, mode, False,
                         tensors, (), dtype)
+
+
+def write_strategy_file(path, layouts: dict, strategies: dict | None = None) -> Path:
+    """Write {parameter name: TensorLayout} as a strategy file in MindSpore's JSON form; returns its path.
+
+    The fields are those MindSpore writes when `strategy_ckpt_config`'s save_file ends with .json
+    (strategy_checkpoint_info.cc, StrategyCheckpointInfo::to_json): current_stage, parallel_strategy_item
+    (operator -> stage and strategy; informative here), and parallel_layout_item: per parameter its
+    dev_matrix, tensor_map (-1: not split), full tensor_shape, field and the optimizer-shard step/size (0:
+    no optimizer sharding). `mindspore.parallel.build_searched_strategy` and `transform_checkpoints` read
+    a file as JSON when its name ends with .json (_parallel_serialization.py), else as protobuf.
+    """
+    path = Path(path)
+    if path.suffix != ".json":
+        raise ValueError(f"{path}: MindSpore reads a strategy file as JSON only when its name ends with .json")
+    items = {}
+    for name, t in layouts.items():
+        if not t.dev_matrix or any(isinstance(e, tuple) for e in t.tensor_map):
+            raise ValueError(f"{name}: need a device matrix and one device axis (or -1) per dimension")
+        items[name] = {"dev_matrix": [int(d) for d in t.dev_matrix], "tensor_map": [int(m) for m in t.tensor_map],
+                       "tensor_shape": [int(d) for d in t.shape], "field": 0, "opt_weight_shard_step": 0,
+                       "opt_weight_shard_size": 0}
+    content = {"current_stage": 0,
+               "parallel_strategy_item": {op: {"stage": 0, "parallel_strategy": [list(s) for s in strategy]}
+                                          for op, strategy in (strategies or {}).items()},
+               "parallel_layout_item": items}
+    path.write_text(json.dumps(content, indent=1) + "\n", encoding="utf-8")
+    return path
 
 
 def read_strategy_file(path) -> dict:

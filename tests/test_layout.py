@@ -16,6 +16,7 @@ from helpers.layout import (
     read_strategy_file,
     reassemble,
     tensor_layout,
+    write_strategy_file,
 )
 
 M, K, N = 16, 32, 8
@@ -273,3 +274,52 @@ def test_draw_tensors_draws_vectors_and_matrices():
     fig = draw_tensors([tensor_layout("w", (64, 32), (2, 4), (0, -1)), tensor_layout("b", (64,), (2, 4), (0,))], "t")
     assert len(fig.axes) == 2
     plt.close(fig)
+
+
+def _megatron_layouts(devices, dp, mp, hidden=64):
+    """SimpleNet's parameters under notebook 02's Megatron strategies (fc1 by rows, fc2 by columns)."""
+    fc1 = matmul_layout(devices, ((dp, 1), (mp, 1)), (32, 32), (hidden, 32), transpose_b=True)
+    fc2 = matmul_layout(devices, ((dp, mp), (1, mp)), (32, hidden), (10, hidden), transpose_b=True)
+    return {"fc1.weight": fc1.tensor("B"), "fc1.bias": tensor_layout("fc1.bias", (hidden,), fc1.dev_matrix, (0,)),
+            "fc2.weight": fc2.tensor("B"), "fc2.bias": tensor_layout("fc2.bias", (10,), fc2.dev_matrix, (-1,)),
+            "learning_rate": tensor_layout("learning_rate", (), (devices,), ())}
+
+
+def test_json_strategy_file_is_mindspores_own_form_and_reads_back(tmp_path):
+    layouts = _megatron_layouts(8, 2, 4)
+    path = write_strategy_file(tmp_path / "strategy.json", layouts, {"fc1.matmul": ((2, 1), (4, 1))})
+    content = __import__("json").loads(path.read_text())
+    assert set(content) == {"current_stage", "parallel_strategy_item", "parallel_layout_item"}
+    assert content["parallel_strategy_item"]["fc1.matmul"] == {"stage": 0, "parallel_strategy": [[2, 1], [4, 1]]}
+    assert set(content["parallel_layout_item"]["fc1.weight"]) == {  # StrategyCheckpointInfo::to_json's fields
+        "dev_matrix", "tensor_map", "tensor_shape", "field", "opt_weight_shard_step", "opt_weight_shard_size"}
+    loaded = read_strategy_file(path)   # MindSpore's own reader
+    assert loaded == {name: (t.dev_matrix, t.tensor_map) for name, t in layouts.items()}
+    assert loaded["fc1.weight"] == ((2, 1, 4), (0, 1)) and loaded["fc2.bias"] == ((2, 4, 1), (-1,))
+
+
+def test_write_strategy_file_refuses_what_mindspore_would_misread(tmp_path):
+    layouts = _megatron_layouts(2, 1, 2)
+    with pytest.raises(ValueError, match="ends with .json"):
+        write_strategy_file(tmp_path / "strategy.ckpt", layouts)   # MindSpore would parse it as protobuf
+    two_axes = tensor_layout("w", (8, 8), (2, 2), ((1, 0), -1))
+    with pytest.raises(ValueError, match="one device axis"):
+        write_strategy_file(tmp_path / "s.json", {"w": two_axes})
+
+
+@pytest.mark.parametrize("devices, dp, mp", [(2, 1, 2), (4, 2, 2), (8, 2, 4)])
+def test_transform_checkpoints_merges_slices_cut_by_the_written_layouts(tmp_path, devices, dp, mp):
+    """Slices cut with tensor_layout, merged by MindSpore with our strategy file: the full tensors, bit for bit."""
+    import mindspore as ms
+
+    layouts = _megatron_layouts(devices, dp, mp)
+    rng = np.random.default_rng(devices)
+    full = {n: rng.standard_normal(t.shape).astype(np.float32) for n, t in layouts.items()}
+    for rank in range(devices):
+        (tmp_path / "src" / f"rank_{rank}").mkdir(parents=True)
+        ms.save_checkpoint([{"name": n, "data": ms.Tensor(full[n][t.slice_of(rank)])} for n, t in layouts.items()],
+                           str(tmp_path / "src" / f"rank_{rank}" / "net.ckpt"))
+    strategy = write_strategy_file(tmp_path / "strategy.json", layouts)
+    ms.transform_checkpoints(str(tmp_path / "src"), str(tmp_path / "dst"), "full_", str(strategy), None)
+    merged = ms.load_checkpoint(str(tmp_path / "dst" / "rank_0" / "full_0.ckpt"))
+    assert all(np.array_equal(merged[n].asnumpy(), full[n]) for n in layouts)

@@ -22,6 +22,7 @@ ALLOWED_TOP_LEVEL = {"mindspore", "numpy"} | set(sys.stdlib_module_names)
 # Scripts that need Ascend: on CPU each must stop at once with a message that names the limit.
 ASCEND_ONLY = {
     "semi_auto_parallel.py": "needs Ascend",
+    "semi_auto_checkpoint.py": "needs Ascend",
 }
 
 
