@@ -3,10 +3,10 @@
     for mode in late_t1 late early; do .venv/bin/python benchmarks/conv_step.py $mode; done
     ONEDNN_MAX_CPU_ISA=AVX512_CORE .venv/bin/python benchmarks/conv_step.py late_t1
 
-Modes: late_t1 = pinned to core 0 after set-up + threads_num(1) (what helpers.dist.one_core_per_rank
-does), late = pinned after set-up only, early = pinned before `import mindspore` (like taskset or
-`msrun --bind_core`) + threads_num(1). Prints the median of 20 timed steps of helpers.nets.SmallConvNet
-(batch 32, TrainOneStepCell, graph mode) after 3 warm-up steps.
+Modes: late_t1 = pinned to core 0 after set-up + threads_num(1) (what the series' workers once did
+after init()), late = pinned after set-up only, early = pinned before `import mindspore` (like taskset
+or `msrun --bind_core`) + threads_num(1). Prints the median of 20 timed steps of notebook 04's conv net
+(benchmarks/nets.py; batch 32, TrainOneStepCell, graph mode) after 3 warm-up steps.
 """
 
 import os
@@ -25,9 +25,8 @@ import mindspore as ms  # noqa: E402
 import numpy as np  # noqa: E402
 from mindspore import nn  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from helpers.dist import pin_to_core  # noqa: E402
-from helpers.nets import SmallConvNet  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nets import SmallConvNet, pin_to_core  # noqa: E402
 
 ms.set_context(mode=ms.GRAPH_MODE)
 ms.set_device("CPU")

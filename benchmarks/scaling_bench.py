@@ -1,12 +1,13 @@
-"""Data-parallel scaling, MindSpore (helpers.scaling, the notebook 04 worker) against PyTorch DDP, interleaved.
+"""Data-parallel scaling, MindSpore (notebook 04's scripts/scaling.py) against PyTorch DDP, interleaved.
 
     .venv/bin/python benchmarks/scaling_bench.py --rounds 3 --out benchmarks/results/scaling.jsonl
 
 Each round runs, in turn: MindSpore at 1 worker, MindSpore at 2 workers, PyTorch at 1, PyTorch at 2
 (the PyTorch runs only when --torch points at a venv's torchrun; see benchmarks/peer_torch.py).
-MindSpore runs go through helpers/launch.sh (or --launcher) with `python -m helpers.scaling`, the same
-measurement code notebook 04 uses: every rank pinned to its own core, 1 kernel thread (--pin), the
-same per-rank batch, warm-up and timed steps for both frameworks. One JSON line per (framework,
+MindSpore runs go through helpers/launch.sh (or --launcher) with notebook 04's scripts/scaling.py, taken
+from the notebook's %%writefile cell (helpers.scripts), the same measurement code the notebook runs: the
+launcher pins every rank to its own core on CPU; the same per-rank batch, warm-up and timed steps for
+both frameworks (PyTorch: peer_torch.py --pin yes). One JSON line per (framework,
 workers, net, round) goes to --out; the summary prints medians over rounds of aggregate samples/s,
 scaling efficiency = aggregate(2) / (2 x aggregate(1)) within the same round, the communication
 share of a step and the AllReduce bandwidth (MindSpore), and MindSpore/PyTorch aggregate at 2 workers.
@@ -30,11 +31,12 @@ sys.path.insert(0, str(ROOT))
 def ms_run(workers: int, args, round_no: int) -> list[dict]:
     from helpers.launcher import RunResult, read_metrics
     from helpers.scaling import summaries
+    from helpers.scripts import write_script
 
+    script = write_script("04_network_and_training.ipynb", "scripts/scaling.py", Path(args.logs) / "scripts")
     run_dir = Path(args.logs) / f"ms{workers}-{args.tag}-r{round_no}"
     cmd = ["bash", args.launcher, "--workers", str(workers), "--timeout", "120", "--log-dir", str(run_dir),
-           "python", "-m", "helpers.scaling", "--nets", args.nets, "--batch-size", str(args.batch_size),
-           "--steps", str(args.steps), "--pin", args.pin, "--comm-fusion", args.comm_fusion]
+           str(script), "--nets", args.nets, "--batch-size", str(args.batch_size), "--steps", str(args.steps)]
     env = dict(os.environ, TUTORIAL_PYTHON=sys.executable)
     load = os.getloadavg()[0]
     start = time.time()
@@ -48,7 +50,7 @@ def ms_run(workers: int, args, round_no: int) -> list[dict]:
     for net, per_rank in summaries(result).items():
         recs = list(per_rank.values())
         rows.append({"framework": "mindspore", "tag": args.tag, "workers": workers, "round": round_no, "ok": True,
-                     "net": net, "batch_size": args.batch_size, "pin": args.pin, "comm_fusion": args.comm_fusion,
+                     "net": net, "batch_size": args.batch_size, "pin": "launcher",
                      "samples_per_s": sum(r["samples_per_s"] for r in recs),
                      "step_ms": 1e3 * statistics.median(r["step_seconds"] for r in recs),
                      "local_step_ms": 1e3 * statistics.median(r["local_step_seconds"] for r in recs),
@@ -69,7 +71,7 @@ def free_port() -> int:
 def torch_run(workers: int, args, round_no: int) -> list[dict]:
     cmd = [args.torch, "--nproc_per_node", str(workers), "--master_port", str(free_port()),
            str(ROOT / "benchmarks" / "peer_torch.py"), "--nets", args.nets, "--batch-size", str(args.batch_size),
-           "--steps", str(args.steps), "--pin", "yes" if args.pin != "no" else "no"]
+           "--steps", str(args.steps), "--pin", "yes"]
     load = os.getloadavg()[0]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
     if proc.returncode != 0:
@@ -129,8 +131,6 @@ def main() -> int:
     parser.add_argument("--nets", default="simple,mlp,conv")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--pin", default="yes", choices=("yes", "no", "auto"))
-    parser.add_argument("--comm-fusion", default="auto", help="MindSpore only: auto, off or a threshold in MB")
     parser.add_argument("--tag", default="pinned")
     parser.add_argument("--launcher", default=str(ROOT / "helpers" / "launch.sh"))
     parser.add_argument("--torch", default="/tmp/torchvenv/bin/torchrun", help="'' to skip the peer")

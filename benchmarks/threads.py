@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/threads.py --rounds 3 --out benchmarks/results/threads.jsonl
 
-Each setting trains helpers.nets.SmallConvNet (batch 32, STAND_ALONE, graph mode) for 5 warm-up and
+Each setting trains notebook 04's conv net (benchmarks/nets.py) (batch 32, STAND_ALONE, graph mode) for 5 warm-up and
 20 timed steps in a fresh process, then reads /proc/self/task: how many threads exist, how many did
 real work (>= 5 % of the process's CPU time), which CPUs each thread may run on, and the process's
 CPU time / wall time over the timed steps ("cores used"). The last is load-dependent (a busy machine
@@ -13,7 +13,7 @@ Settings:
     threads1       mindspore.device_context.cpu.op_tuning.threads_num(1)
     omp1           OMP_NUM_THREADS=1 in the environment
     taskset        the process started under `taskset -c 0` (inherited affinity)
-    affinity       os.sched_setaffinity on every thread after set-up (what helpers.scaling does)
+    affinity       os.sched_setaffinity on every thread after set-up (what the series' workers once did)
     affinity_t1    affinity + threads_num(1)
 """
 
@@ -53,9 +53,8 @@ def worker(setting: str) -> dict:
     import numpy as np
     from mindspore import nn
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from helpers.dist import pin_to_core
-    from helpers.nets import SmallConvNet
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from nets import SmallConvNet, pin_to_core
 
     ms.set_context(mode=ms.GRAPH_MODE)
     ms.set_device("CPU")
@@ -97,7 +96,8 @@ def main() -> int:
     if args.worker:
         print(json.dumps(worker(args.worker)))
         return 0
-    env = dict(os.environ, ONEDNN_MAX_CPU_ISA=os.environ.get("ONEDNN_MAX_CPU_ISA", "AVX2"))  # DESIGN.md §5
+    # as the launcher sets on CPU
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA=os.environ.get("ONEDNN_MAX_CPU_ISA", "AVX2"))
     for round_no in range(1, args.rounds + 1):
         for setting in args.settings.split(","):
             cmd = [sys.executable, __file__, "--worker", setting]

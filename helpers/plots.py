@@ -28,7 +28,7 @@ def plot_loss(result, title: str | None = None, path: str | Path | None = None):
 
 
 def plot_rank_throughput(result, title: str | None = None, path: str | Path | None = None, skip: int = 1):
-    """Samples/s of every rank at every training step (notebook 04), from helpers.train's step records.
+    """Samples/s of every rank at every training step (notebook 04), from scripts/train.py's step records.
 
     The first `skip` steps (graph compilation) are left out; a dashed line marks each rank's median.
     """
