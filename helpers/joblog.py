@@ -4,7 +4,7 @@ Layout of a run folder (both startups):
     RUN/launcher.log           what the launcher and msrun printed
     RUN/worker_<k>.log         rank k's log under msrun (RUN/scheduler.log: the scheduler's)
     RUN/rank_<k>/worker_<k>.log  rank k's log under rank-table startup
-    RUN/rank_<k>/metrics.jsonl rank k's metrics (helpers.train)
+    RUN/rank_<k>/metrics.jsonl rank k's metrics (what the notebook scripts write)
     RUN/ranks.pid              "pid rank" of every worker, written by the launcher
 
     python -m helpers.joblog RUN      # print the failed rank(s) and their log tails
