@@ -30,7 +30,7 @@ from torch import nn
 def build(name):
     if name == "mlp":
         return nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 1024)), (1024,), 1024
-    if name == "conv":  # helpers.nets.SmallConvNet: MindSpore's Conv2d has no bias by default
+    if name == "conv":  # benchmarks/nets.py SmallConvNet: MindSpore's Conv2d has no bias by default
         return nn.Sequential(nn.Conv2d(3, 32, 3, padding=1, bias=False), nn.ReLU(),
                              nn.Conv2d(32, 32, 3, padding=1, bias=False), nn.ReLU(),
                              nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10)), (3, 32, 32), 10
