@@ -37,6 +37,34 @@ COMPUTE_OPS = ("MatMul", "BatchMatMul", "BiasAdd", "Dense", "ReLU", "BatchNorm",
 # ---------------------------------------------------------------------------------------------
 # converting a network
 
+def keep_cell_files() -> None:
+    """Write every notebook cell run so far (and, from now on, every cell after it runs) to the file
+    name IPython gave it.
+
+    MindSpore reads the source file of each function it compiles, for its debug information. IPython
+    keeps cell sources in memory only (`linecache`), so every graph node of a network defined in a cell
+    costs two log lines ("... may not exists", "Get realpath failed"): thousands per compilation,
+    enough to fill the kernel's output pipe and stall it. With the files on disk there are none.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+
+    def write(*_):
+        for name, entry in list(linecache.cache.items()):
+            if "ipykernel_" in name and name.endswith(".py") and len(entry) > 2 and not os.path.exists(name):
+                Path(name).parent.mkdir(parents=True, exist_ok=True)
+                Path(name).write_text("".join(entry[2]), encoding="utf-8")
+
+    write()
+    if write.__qualname__ not in [getattr(f, "__qualname__", "") for f in shell.events.callbacks["post_run_cell"]]:
+        shell.events.register("post_run_cell", write)
+
+
 @contextlib.contextmanager
 def in_directory(path: str | os.PathLike, network_class: type | None = None):
     """Run the block with `path` (created if needed) as the current directory.
