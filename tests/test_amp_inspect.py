@@ -145,3 +145,26 @@ def test_step_seconds_leaves_out_compilation(tmp_path):
     result = RunResult(returncode=0, wall_time=1.0, run_dir=tmp_path, command=[], metrics={0: steps})
     assert ai.step_seconds(result, 0) == [1.0, 1.5, 1.0]
     assert ai.step_seconds(result, 0, skip=2) == [1.5, 1.0]
+
+
+def test_in_directory_lends_inspect_a_notebook_cell(tmp_path, monkeypatch):
+    """A class defined in a notebook cell: __main__ has no __file__, the cell's source is only in linecache."""
+    import inspect
+    import linecache
+    import sys
+    import types
+
+    cell_file = str(tmp_path / "ipykernel_1" / "123.py")   # never written, like IPython's cells
+    source = "class CellNet:\n    def construct(self, x):\n        return x\n"
+    linecache.cache[cell_file] = (len(source), None, source.splitlines(True), cell_file)
+    main = types.ModuleType("__main__")
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    namespace = {"__name__": "__main__"}
+    exec(compile(source, cell_file, "exec"), namespace)
+    cell_net = namespace["CellNet"]
+    with pytest.raises(OSError):
+        inspect.getsource(cell_net)
+    with ai.in_directory(tmp_path / "scratch", cell_net):
+        assert inspect.getsource(cell_net) == source
+    assert not hasattr(main, "__file__"), "__main__ is left as it was"
+    linecache.cache.pop(cell_file, None)
