@@ -6,8 +6,7 @@
   operator, the dtype the AMP level asked for (the front-end graph) and the dtype of the kernel this
   device really runs (the kernel graph), plus the casts the backend had to add.
 - `describe_train_network`: what `ms.Model(...)` built for training (wrapper class, loss scale).
-- `cell_precisions`, `parameter_dtypes`, `level_defaults`: what a conversion set, and MindSpore's private
-  per-level table for `Model(amp_level=...)`.
+- `cell_precisions`, `parameter_dtypes`: what a conversion set.
 - `step_seconds`: per-step wall times of a launched run.
 
 Importing this module imports MindSpore but changes nothing (no context, no seed).
@@ -23,7 +22,7 @@ import re
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import mindspore as ms
@@ -156,8 +155,6 @@ class GraphReport:
     amp_casts: int            # Cast nodes in the front-end graph (inserted by the AMP level)
     backend_casts: int        # Cast nodes the backend added because no kernel took the dtype
     output_dtype: str
-    ir_dir: Path | None = None
-    kernel_graph_found: bool = field(default=True)
 
     def dtypes(self, op: str) -> set[str]:
         """Output dtypes the graph gives every `op` node (e.g. {'Float16'})."""
@@ -251,7 +248,7 @@ def _quiet_mindspore():
         logger.setLevel(level)
 
 
-def inspect_graph(network, *inputs, ops_of_interest=COMPUTE_OPS, keep_ir: bool = False) -> GraphReport:
+def inspect_graph(network, *inputs, ops_of_interest=COMPUTE_OPS) -> GraphReport:
     """Compile and run `network(*inputs)` in graph mode with the IR dump on, and report operator dtypes.
 
     The front-end graph (`*_validate_*.ir`) shows what the AMP level asked for; the kernel graph
@@ -303,10 +300,8 @@ def inspect_graph(network, *inputs, ops_of_interest=COMPUTE_OPS, keep_ir: bool =
         records.append(record)
     report = GraphReport(ops=records, amp_casts=amp_casts,
                          backend_casts=sum(n["op"] == "Cast" and n["backend_cast"] for n in kernel_nodes),
-                         output_dtype=str(output.dtype) if hasattr(output, "dtype") else type(output).__name__,
-                         ir_dir=ir_dir if keep_ir else None, kernel_graph_found=bool(kernel_files))
-    if not keep_ir:
-        shutil.rmtree(ir_dir, ignore_errors=True)
+                         output_dtype=str(output.dtype) if hasattr(output, "dtype") else type(output).__name__)
+    shutil.rmtree(ir_dir, ignore_errors=True)
     return report
 
 
@@ -328,19 +323,6 @@ def describe_train_network(model) -> dict:
     optimizer = getattr(train, "optimizer", None)
     info["optimizer_divides_by"] = float(getattr(optimizer, "loss_scale", 1.0))
     return info
-
-
-def level_defaults() -> dict[str, dict]:
-    """MindSpore's per-level settings for `Model(amp_level=...)` / `amp.build_train_network`, read from
-    mindspore/train/amp.py (`_config_level`, a private table: the source is the documentation)."""
-    from mindspore.train import amp as train_amp
-
-    table = train_amp._config_level  # pylint: disable=protected-access
-    return {level: {"cast_model_type": str(cfg["cast_model_type"]),
-                    "keep_batchnorm_fp32": cfg["keep_batchnorm_fp32"],
-                    "loss_scale_manager": type(cfg["loss_scale_manager"]).__name__
-                    if cfg["loss_scale_manager"] is not None else None}
-            for level, cfg in table.items()}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -115,11 +115,7 @@ def test_o1_rewrite_goes_to_the_workdir_not_the_cwd(ms, batch, tmp_path, monkeyp
     assert ai.rewritten_source(tmp_path / "nothing") == ""
 
 
-def test_model_wrappers_and_level_defaults(ms, loss_fn):
-    defaults = ai.level_defaults()
-    assert set(defaults) == set(ai.LEVELS)
-    assert defaults["O2"] == {"cast_model_type": "Float16", "keep_batchnorm_fp32": True,
-                              "loss_scale_manager": "DynamicLossScaleManager"}
+def test_model_wrappers(ms, loss_fn):
     net = fresh_simple_net(ms)
     optimizer = nn.Momentum(net.trainable_params(), 0.01, 0.9, loss_scale=1024.0)
     model = ms.Model(net, loss_fn, optimizer, amp_level="O2",
