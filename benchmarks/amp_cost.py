@@ -5,9 +5,11 @@
 Builds one training network per level with `ms.build_train_network` (the function Model uses for
 `amp_level`), for the 1024->4096->1024 MLP (batch 256) and the small conv net (batch 32), then times
 --steps steps of each level in turn, round after round, so load changes hit every level alike.
-O2/O3 get `FixedLossScaleManager(1024, drop_overflow_update=False)`: the only loss scaling CPU
-allows (DESIGN.md §5). It also times a bare MatMul in float32 and float16 to show where the cost
-comes from. The process is pinned to one core with 1 kernel thread so the figures are per core.
+O2/O3 get `FixedLossScaleManager(1024, drop_overflow_update=False)` and an optimizer with the same
+loss_scale: the only loss scaling MindSpore accepts on CPU (notebook 05, section 2.3). It also times a
+bare MatMul in float32 and float16 to show where the cost comes from. The process is pinned to one core
+with 1 kernel thread so the figures are per core. The networks are defined here (notebook 05 and its
+scripts/amp_train.py define their own).
 """
 
 from __future__ import annotations
@@ -20,9 +22,68 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")  # oneDNN's fast conv kernels on this CPU (set before import)
+
+import mindspore as ms  # noqa: E402  (after the oneDNN setting)
+import numpy as np  # noqa: E402
+from mindspore import nn, ops  # noqa: E402
+
 LEVELS = ("O0", "O1", "O2", "O3")
+
+
+def pin_to_core(core: int) -> None:
+    """Pin every thread of this process (and so every thread it starts later) to one CPU core."""
+    for tid in (int(t) for t in os.listdir("/proc/self/task")):
+        try:
+            os.sched_setaffinity(tid, {core})
+        except OSError:  # a thread that has just exited
+            pass
+
+
+class MLP(nn.Cell):
+    """1024 -> 4096 -> 1024: many parameters, much arithmetic."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.relu, self.fc2 = nn.Dense(1024, 4096), nn.ReLU(), nn.Dense(4096, 1024)
+
+    def construct(self, x):
+        return self.fc2(self.relu(self.fc1(x)))
+
+
+class SmallConvNet(nn.Cell):
+    """Two 3x3 convolutions on 3x32x32 inputs: compute-heavy, ~10 k parameters."""
+
+    def __init__(self, channels=32):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, channels, 3, pad_mode="same")
+        self.conv2 = nn.Conv2d(channels, channels, 3, pad_mode="same")
+        self.relu, self.pool, self.flatten = nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten()
+        self.fc = nn.Dense(channels, 10)
+
+    def construct(self, x):
+        x = self.relu(self.conv2(self.relu(self.conv1(x))))
+        return self.fc(self.flatten(self.pool(x)))
+
+
+class SimpleNet(nn.Cell):
+    """The article's network."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.relu, self.fc2 = nn.Dense(32, 64), nn.ReLU(), nn.Dense(64, 10)
+
+    def construct(self, x):
+        return self.fc2(self.relu(self.fc1(x)))
+
+
+def build_network(name: str):
+    """(network, input shape of one sample, classes)."""
+    if name == "mlp":
+        return MLP(), (1024,), 1024
+    if name == "conv":
+        return SmallConvNet(), (3, 32, 32), 10
+    return SimpleNet(), (32,), 10
 
 
 def summarize(records: list[dict]) -> str:
@@ -63,15 +124,6 @@ def main() -> int:
     if args.summary:
         print(summarize([json.loads(x) for x in Path(args.out).read_text().splitlines() if x.strip()]))
         return 0
-    os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")  # DESIGN.md §5 (before MindSpore loads oneDNN)
-
-    import mindspore as ms
-    import numpy as np
-    from mindspore import nn, ops
-
-    from helpers.dist import pin_to_core
-    from helpers.train import build_network
-
     ms.set_context(mode=ms.GRAPH_MODE)
     ms.set_device("CPU")
     ms.device_context.cpu.op_tuning.threads_num(1)

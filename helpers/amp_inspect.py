@@ -1,15 +1,13 @@
-"""Look inside mixed precision (混合精度), in this process. Introduced in notebook 05.
+"""Tools to look inside mixed precision (混合精度) in this process, for notebook 05 (plumbing, not the lesson).
 
-- `limits`, `precision_fate`: what float16 / bfloat16 can hold, and what happens to given numbers in them.
 - `convert`: `amp.auto_mixed_precision` run in a scratch folder (level O1 writes generated source code
   into the current directory, see below).
 - `inspect_graph`: compile a network with MindSpore's IR dump switched on and read, for every compute
   operator, the dtype the AMP level asked for (the front-end graph) and the dtype of the kernel this
   device really runs (the kernel graph), plus the casts the backend had to add.
-- `GradientProbe`, `gradient_fate`: gradients computed through a float16 network with a loss
-  scale, compared with a float32 reference (underflow to zero, overflow to inf).
 - `describe_train_network`: what `ms.Model(...)` built for training (wrapper class, loss scale).
-- `NormNet`: SimpleNet with a BatchNorm1d, so O2's black list has something to keep in float32.
+- `cell_precisions`, `parameter_dtypes`: what a conversion set.
+- `step_seconds`: per-step wall times of a launched run.
 
 Importing this module imports MindSpore but changes nothing (no context, no seed).
 """
@@ -17,17 +15,17 @@ Importing this module imports MindSpore but changes nothing (no context, no seed
 from __future__ import annotations
 
 import contextlib
+import linecache
 import logging
 import os
 import re
 import shutil
+import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import mindspore as ms
-import numpy as np
-from mindspore import nn, ops
 
 LEVELS = ("O0", "O1", "O2", "O3", "auto")
 # Operators worth reporting in a small network; Cast is counted separately.
@@ -36,82 +34,63 @@ COMPUTE_OPS = ("MatMul", "BatchMatMul", "BiasAdd", "Dense", "ReLU", "BatchNorm",
 
 
 # ---------------------------------------------------------------------------------------------
-# float16 numerics (numpy only)
-
-# bfloat16 keeps float32's 8 exponent bits and 7 of its 23 fraction bits.
-_BF16_LIMITS = {"max": float(np.float32(3.3895314e38)), "smallest_normal": float(np.finfo(np.float32).tiny),
-                "smallest_subnormal": 2.0 ** -133, "eps": 2.0 ** -7}
-
-
-def limits(dtype: str = "float16") -> dict[str, float]:
-    """Largest value, smallest normal, smallest subnormal and epsilon of float16 or bfloat16."""
-    if dtype == "bfloat16":
-        return dict(_BF16_LIMITS)
-    info = np.finfo(np.float16)
-    return {"max": float(info.max), "smallest_normal": float(info.tiny),
-            "smallest_subnormal": float(info.smallest_subnormal), "eps": float(info.eps)}
-
-
-def round_trip(values, dtype: str = "float16") -> np.ndarray:
-    """float32 values stored as float16 (numpy) or bfloat16 (a MindSpore Cast) and read back as float32."""
-    values = np.asarray(values, dtype=np.float32)
-    if dtype == "bfloat16":
-        return ms.Tensor(values).astype(ms.bfloat16).astype(ms.float32).asnumpy()
-    with np.errstate(over="ignore"):
-        return values.astype(np.float16).astype(np.float32)
-
-
-def precision_fate(values, dtype: str = "float16") -> list[dict]:
-    """For each float32 value: its value after a round trip through `dtype`, the relative error, and
-    what happened: exact, rounded, subnormal (precision lost), underflow -> 0, overflow -> inf."""
-    values = np.asarray(values, dtype=np.float32).ravel()
-    back = round_trip(values, dtype).ravel()
-    tiny = limits(dtype)["smallest_normal"]
-    rows = []
-    for v, b in zip(values, back):
-        if np.isinf(b) and not np.isinf(v):
-            fate = "overflow -> inf"
-        elif b == 0 and v != 0:
-            fate = "underflow -> 0"
-        elif b != 0 and abs(b) < tiny:
-            fate = "subnormal (precision lost)"
-        elif b == v:
-            fate = "exact"
-        else:
-            fate = "rounded"
-        rel = float(abs(float(b) - float(v)) / abs(float(v))) if v != 0 and np.isfinite(b) else float("nan")
-        rows.append({"float32": float(v), dtype: float(b), "relative_error": rel, "fate": fate})
-    return rows
-
-
-# ---------------------------------------------------------------------------------------------
 # converting a network
 
-class NormNet(nn.Cell):
-    """SimpleNet with a BatchNorm1d after the first layer: 32 -> 64 -> BN -> ReLU -> 10 (notebook 05)."""
+def keep_cell_files() -> None:
+    """Write every notebook cell run so far (and, from now on, every cell after it runs) to the file
+    name IPython gave it.
 
-    def __init__(self, features: int = 32, hidden: int = 64, classes: int = 10):
-        super().__init__()
-        self.fc1 = nn.Dense(features, hidden)
-        self.bn = nn.BatchNorm1d(hidden)
-        self.relu = nn.ReLU()
-        self.fc2 = nn.Dense(hidden, classes)
+    MindSpore reads the source file of each function it compiles, for its debug information. IPython
+    keeps cell sources in memory only (`linecache`), so every graph node of a network defined in a cell
+    costs two log lines ("... may not exists", "Get realpath failed"): thousands per compilation,
+    enough to fill the kernel's output pipe and stall it. With the files on disk there are none.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
 
-    def construct(self, x):
-        return self.fc2(self.relu(self.bn(self.fc1(x))))
+    def write(*_):
+        for name, entry in list(linecache.cache.items()):
+            if "ipykernel_" in name and name.endswith(".py") and len(entry) > 2 and not os.path.exists(name):
+                Path(name).parent.mkdir(parents=True, exist_ok=True)
+                Path(name).write_text("".join(entry[2]), encoding="utf-8")
+
+    write()
+    if write.__qualname__ not in [getattr(f, "__qualname__", "") for f in shell.events.callbacks["post_run_cell"]]:
+        shell.events.register("post_run_cell", write)
 
 
 @contextlib.contextmanager
-def in_directory(path: str | os.PathLike):
-    """Run the block with `path` (created if needed) as the current directory."""
+def in_directory(path: str | os.PathLike, network_class: type | None = None):
+    """Run the block with `path` (created if needed) as the current directory.
+
+    Level O1 (`mindspore.rewrite`) reads the network class's source with `inspect.getsource`, which on
+    Python < 3.13 cannot find a class defined in a notebook cell (`__main__` has no `__file__`). Given
+    `network_class`, the block runs with `__main__.__file__` pointing at a copy of the cell that defined it.
+    """
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
+    main = sys.modules["__main__"]
+    borrowed = (network_class is not None and network_class.__module__ == "__main__"
+                and not getattr(main, "__file__", None))
+    if borrowed:
+        cell = network_class.construct.__code__.co_filename    # IPython keeps each cell's source in linecache
+        copy = path / "notebook_cells" / f"{Path(cell).stem}.py"
+        copy.parent.mkdir(exist_ok=True)
+        copy.write_text("".join(linecache.getlines(cell)), encoding="utf-8")
+        main.__file__ = str(copy)
     previous = os.getcwd()
     os.chdir(path)
     try:
         yield path
     finally:
         os.chdir(previous)
+        if borrowed:
+            del main.__file__
 
 
 def convert(network, level: str, dtype=None, workdir: str | os.PathLike | None = None):
@@ -128,7 +107,7 @@ def convert(network, level: str, dtype=None, workdir: str | os.PathLike | None =
     if level != "O1" and not train_amp.MS_AMP_BY_REWRITE:   # only the rewrite writes files
         return amp.auto_mixed_precision(network, level, **kwargs)
     workdir = Path(workdir) if workdir is not None else Path(tempfile.gettempdir()) / f"amp-rewrite-{os.getpid()}"
-    with in_directory(workdir):
+    with in_directory(workdir, type(network)):
         return amp.auto_mixed_precision(network, level, **kwargs)
 
 
@@ -151,17 +130,6 @@ def cell_precisions(network) -> list[dict]:
 def parameter_dtypes(network) -> dict[str, str]:
     """{parameter name: dtype} for the trainable parameters."""
     return {p.name: str(p.dtype) for p in network.trainable_params()}
-
-
-def snapshot(network) -> list[np.ndarray]:
-    """Copies of every trainable parameter, in order."""
-    return [p.asnumpy().copy() for p in network.trainable_params()]
-
-
-def max_change(before: list[np.ndarray], network) -> float:
-    """Largest |after - before| over all trainable parameters (nan if any became nan)."""
-    after = [p.asnumpy() for p in network.trainable_params()]
-    return float(max(np.max(np.abs(a.astype(np.float64) - b)) for a, b in zip(after, before)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,8 +155,6 @@ class GraphReport:
     amp_casts: int            # Cast nodes in the front-end graph (inserted by the AMP level)
     backend_casts: int        # Cast nodes the backend added because no kernel took the dtype
     output_dtype: str
-    ir_dir: Path | None = None
-    kernel_graph_found: bool = field(default=True)
 
     def dtypes(self, op: str) -> set[str]:
         """Output dtypes the graph gives every `op` node (e.g. {'Float16'})."""
@@ -282,7 +248,7 @@ def _quiet_mindspore():
         logger.setLevel(level)
 
 
-def inspect_graph(network, *inputs, ops_of_interest=COMPUTE_OPS, keep_ir: bool = False) -> GraphReport:
+def inspect_graph(network, *inputs, ops_of_interest=COMPUTE_OPS) -> GraphReport:
     """Compile and run `network(*inputs)` in graph mode with the IR dump on, and report operator dtypes.
 
     The front-end graph (`*_validate_*.ir`) shows what the AMP level asked for; the kernel graph
@@ -334,49 +300,13 @@ def inspect_graph(network, *inputs, ops_of_interest=COMPUTE_OPS, keep_ir: bool =
         records.append(record)
     report = GraphReport(ops=records, amp_casts=amp_casts,
                          backend_casts=sum(n["op"] == "Cast" and n["backend_cast"] for n in kernel_nodes),
-                         output_dtype=str(output.dtype) if hasattr(output, "dtype") else type(output).__name__,
-                         ir_dir=ir_dir if keep_ir else None, kernel_graph_found=bool(kernel_files))
-    if not keep_ir:
-        shutil.rmtree(ir_dir, ignore_errors=True)
+                         output_dtype=str(output.dtype) if hasattr(output, "dtype") else type(output).__name__)
+    shutil.rmtree(ir_dir, ignore_errors=True)
     return report
 
 
 # ---------------------------------------------------------------------------------------------
-# gradients and loss scaling
-
-class GradientProbe:
-    """Gradients of `loss_weight * loss` w.r.t. the trainable parameters, computed the way
-    `TrainOneStepCell(sens=loss_scale)` does: the backward pass starts from `loss_scale * loss_weight`
-    (in float32), and the result is divided by that number in float64, as the optimizer undoes the scale.
-
-    `probe(data, label, loss_scale)` returns one array per parameter. The graph compiles on the first
-    call; later calls with another loss scale reuse it (the scale is an input, not a constant).
-    """
-
-    def __init__(self, network, loss_fn):
-        self.net_with_loss = nn.WithLossCell(network, loss_fn)
-        self.params = ms.ParameterTuple(self.net_with_loss.trainable_params())
-        self.grad = ops.GradOperation(get_by_list=True, sens_param=True)
-        self.dtypes: list[str] = []
-
-    def __call__(self, data, label, loss_scale: float = 1.0, loss_weight: float = 1.0) -> list[np.ndarray]:
-        seed = loss_scale * loss_weight
-        grads = self.grad(self.net_with_loss, self.params)(data, label, ms.Tensor(seed, ms.float32))
-        self.dtypes = [str(g.dtype) for g in grads]   # as computed, before the float64 division
-        return [g.asnumpy().astype(np.float64) / seed for g in grads]
-
-
-def gradient_fate(reference: list[np.ndarray], grads: list[np.ndarray]) -> dict[str, float | bool]:
-    """Compare gradients with a float32 reference: all finite?, share of entries flushed to zero,
-    and the relative error (L2 norm over all parameters)."""
-    ref = np.concatenate([r.ravel() for r in reference])
-    got = np.concatenate([g.ravel() for g in grads])
-    finite = bool(np.isfinite(got).all())
-    flushed = float(np.mean((got == 0) & (ref != 0)))
-    with np.errstate(invalid="ignore", over="ignore"):
-        rel = float(np.linalg.norm(got - ref) / np.linalg.norm(ref)) if finite else float("inf")
-    return {"finite": finite, "zero_fraction": flushed, "relative_error": rel}
-
+# what Model built
 
 def describe_train_network(model) -> dict:
     """What `ms.Model` built for training: the one-step wrapper, the loss scale it feeds the backward
@@ -393,19 +323,6 @@ def describe_train_network(model) -> dict:
     optimizer = getattr(train, "optimizer", None)
     info["optimizer_divides_by"] = float(getattr(optimizer, "loss_scale", 1.0))
     return info
-
-
-def level_defaults() -> dict[str, dict]:
-    """MindSpore's per-level settings for `Model(amp_level=...)` / `amp.build_train_network`, read from
-    mindspore/train/amp.py (`_config_level`, a private table: the source is the documentation)."""
-    from mindspore.train import amp as train_amp
-
-    table = train_amp._config_level  # pylint: disable=protected-access
-    return {level: {"cast_model_type": str(cfg["cast_model_type"]),
-                    "keep_batchnorm_fp32": cfg["keep_batchnorm_fp32"],
-                    "loss_scale_manager": type(cfg["loss_scale_manager"]).__name__
-                    if cfg["loss_scale_manager"] is not None else None}
-            for level, cfg in table.items()}
 
 
 # ---------------------------------------------------------------------------------------------
