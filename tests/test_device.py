@@ -1,4 +1,4 @@
-"""Device policy: Ascend when present, else CPU; overridable (DESIGN.md §4)."""
+"""Device policy: Ascend when its cards and CANN are present, else CPU; TUTORIAL_DEVICE and TUTORIAL_WORKERS override."""
 
 import pytest
 
