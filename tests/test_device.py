@@ -1,4 +1,4 @@
-"""Device policy: Ascend when its cards and CANN are present, else CPU; TUTORIAL_DEVICE and TUTORIAL_WORKERS override."""
+"""Device policy: Ascend when its cards and CANN are present, else CPU; TUTORIAL_DEVICE, TUTORIAL_WORKERS override."""
 
 import pytest
 
