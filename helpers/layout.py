@@ -93,9 +93,7 @@ class Layout:
         return new
 
     def to_dict(self) -> dict:
-        return {"device_matrix": self.device_matrix, "tensor_map": self.tensor_map,
-                "interleaved_parallel": "interleaved_parallel" in self.alias_name,
-                "alias_name": self.alias_name, "rank_list": list(range(math.prod(self.device_matrix)))}
+        return {"device_matrix": self.device_matrix, "tensor_map": self.tensor_map, "alias_name": self.alias_name}
 
 
 @dataclass(frozen=True)
@@ -273,8 +271,9 @@ def _check_values(op: str, strategy: tuple, shapes: tuple, device_num: int) -> N
                                     "count itself is not a power of 2).")
 
 
-def _repeat(op: str, strategy: tuple, dev_matrix: tuple, device_num: int) -> int:
-    """operator_info.cc InferRepeatedCalcInfo: how many ranks compute each slice."""
+def _repeat(op: str, strategy: tuple, dev_matrix: tuple, names: tuple, device_num: int) -> tuple:
+    """operator_info.cc InferRepeatedCalcInfo: how many ranks compute each slice (r). Returns the device
+    matrix and names with r appended when r > 1, r, and the shift (0 or 1) this adds to tensor-map entries."""
     used = math.prod(dev_matrix)
     if device_num % used:
         reason = "exceeds_device_num" if used > device_num else "device_num_not_divisible"
@@ -282,7 +281,10 @@ def _repeat(op: str, strategy: tuple, dev_matrix: tuple, device_num: int) -> int
                             f"the device number of this stage is {device_num}, it can not be divisible "
                             f"by {used}", f"the device matrix {list(dev_matrix)} needs {used} devices; "
                             f"choose splits whose device-matrix product divides {device_num}.")
-    return device_num // used
+    repeat = device_num // used
+    if repeat == 1:
+        return dev_matrix, names, 1, 0
+    return dev_matrix + (repeat,), names + ("repeat",), repeat, 1
 
 
 def _check_device_num(device_num: int) -> None:
@@ -301,7 +303,7 @@ def _layout_dicts(strategy: tuple):
 
 
 def _check_layouts(op: str, dicts: list, shapes: tuple, device_num: int) -> tuple:
-    """Common Layout checks; returns the shared device matrix."""
+    """Common Layout checks; returns the shared device matrix and its axis names."""
     dev_matrix = tuple(dicts[0]["device_matrix"])
     for d in dicts:
         if tuple(d["device_matrix"]) != dev_matrix:
@@ -329,11 +331,7 @@ def _check_layouts(op: str, dicts: list, shapes: tuple, device_num: int) -> tupl
                 raise StrategyError("shape_not_divisible", f"{op}: the shape is not divisible by layout, "
                                     f"the input shape is {list(shape)}, the tensor map is {tmap}",
                                     f"dimension {size} cannot be split {split} ways; resize it.")
-    return dev_matrix
-
-
-def _implied_strategy(tensors) -> tuple:
-    return tuple(t.splits for t in tensors)
+    return dev_matrix, tuple(dicts[0].get("alias_name") or (f"d{i}" for i in range(len(dev_matrix))))
 
 
 # ---------------------------------------------------------------- public entry points
@@ -385,11 +383,8 @@ def matmul_layout(device_num: int, strategy: tuple, a_shape: tuple = (16, 16), b
                             f"split K the same way in both inputs, e.g. {example}.")
     b_n = b0 if transpose_b else b1
     dev = (a0, a1, b_n)
-    repeat = _repeat("MatMul", strategy, dev, device_num)
-    shift = 1 if repeat > 1 else 0
     names = ("a0", "a1=b1" if transpose_b else "a1=b0", "b0" if transpose_b else "b1")
-    if repeat > 1:
-        dev, names = dev + (repeat,), names + ("repeat",)
+    dev, names, repeat, shift = _repeat("MatMul", strategy, dev, names, device_num)
     b_map = (0 + shift, 1 + shift) if transpose_b else (1 + shift, 0 + shift)
     tensors = (tensor_layout("A", a_shape, dev, (2 + shift, 1 + shift)),
                tensor_layout("B", b_shape, dev, b_map),
@@ -403,7 +398,7 @@ def _matmul_from_layouts(device_num, dicts, a_shape, b_shape, out_shape, transpo
     if len(dicts) != 2:
         raise StrategyError("wrong_input_count", f"MatMul: strategy size: {len(dicts)} is not equal to "
                             "inputs size: 2", "give one Layout per input.")
-    dev = _check_layouts("MatMul", dicts, (a_shape, b_shape), device_num)
+    dev, names = _check_layouts("MatMul", dicts, (a_shape, b_shape), device_num)
     a_map, b_map = tuple(dicts[0]["tensor_map"]), tuple(dicts[1]["tensor_map"])
     k_b, n_b = (1, 0) if transpose_b else (0, 1)
     if a_map[1] != b_map[k_b]:
@@ -420,8 +415,7 @@ def _matmul_from_layouts(device_num, dicts, a_shape, b_shape, out_shape, transpo
                tensor_layout("out", out_shape, dev, (a_map[0], b_map[n_b])))
     k_positions = tuple(len(dev) - 1 - m for m in _axes(a_map[1]))
     collectives = (Collective("AllReduce", "out", _groups_along(dev, k_positions)),) if k_positions else ()
-    names = tuple(dicts[0].get("alias_name") or (f"d{i}" for i in range(len(dev))))
-    return LayoutResult("MatMul", device_num, _implied_strategy(tensors[:2]), dev, names, 1, "layout",
+    return LayoutResult("MatMul", device_num, tuple(t.splits for t in tensors[:2]), dev, names, 1, "layout",
                         transpose_b, tensors, collectives, dtype)
 
 
@@ -438,12 +432,11 @@ def elementwise_layout(device_num: int, strategy: tuple, shape: tuple = (16, 16)
     shapes = (shape,) * len(strategy)
     dicts = _layout_dicts(strategy)
     if dicts is not None:
-        dev = _check_layouts(op, dicts, shapes, device_num)
+        dev, names = _check_layouts(op, dicts, shapes, device_num)
         tmap = tuple(dicts[0]["tensor_map"])
         if any(tuple(d["tensor_map"]) != tmap for d in dicts):
             raise StrategyError("elementwise_mismatch", f"{op}: invalid tensor map, the inputs_tensor_map is "
                                 f"{[d['tensor_map'] for d in dicts]}", "give every input the same layout.")
-        names = tuple(dicts[0].get("alias_name") or (f"d{i}" for i in range(len(dev))))
         repeat, mode = 1, "layout"
     else:
         strategy = tuple(tuple(s) for s in strategy)
@@ -451,28 +444,21 @@ def elementwise_layout(device_num: int, strategy: tuple, shape: tuple = (16, 16)
         if any(s != strategy[0] for s in strategy):  # arithmetic_info.cc BaseCheckStrategy
             raise StrategyError("elementwise_mismatch", f"{op} : Invalid strategy.",
                                 f"give every input the same strategy, e.g. {(strategy[0],) * len(strategy)}.")
-        dev, names = strategy[0], tuple(f"s{i}" for i in range(len(shape)))
-        repeat = _repeat(op, strategy, dev, device_num)
-        shift = 1 if repeat > 1 else 0
-        if repeat > 1:
-            dev, names = dev + (repeat,), names + ("repeat",)
+        names = tuple(f"s{i}" for i in range(len(shape)))
+        dev, names, repeat, shift = _repeat(op, strategy, strategy[0], names, device_num)
         tmap, mode = tuple(len(shape) - 1 - i + shift for i in range(len(shape))), "strategy"
     names_in = ("x",) if len(strategy) == 1 else tuple(f"x{i}" for i in range(len(strategy)))
     tensors = tuple(tensor_layout(n, shape, dev, tmap) for n in names_in)
     tensors += (tensor_layout("out", shape, dev, tmap),)
-    return LayoutResult(op, device_num, _implied_strategy(tensors[:-1]), dev, names, repeat, mode, False,
+    return LayoutResult(op, device_num, tuple(t.splits for t in tensors[:-1]), dev, names, repeat, mode, False,
                         tensors, (), dtype)
 
 
 def write_strategy_file(path, layouts: dict, strategies: dict | None = None) -> Path:
     """Write {parameter name: TensorLayout} as a strategy file in MindSpore's JSON form; returns its path.
 
-    The fields are those MindSpore writes when `strategy_ckpt_config`'s save_file ends with .json
-    (strategy_checkpoint_info.cc, StrategyCheckpointInfo::to_json): current_stage, parallel_strategy_item
-    (operator -> stage and strategy; informative here), and parallel_layout_item: per parameter its
-    dev_matrix, tensor_map (-1: not split), full tensor_shape, field and the optimizer-shard step/size (0:
-    no optimizer sharding). `mindspore.parallel.build_searched_strategy` and `transform_checkpoints` read
-    a file as JSON when its name ends with .json (_parallel_serialization.py), else as protobuf.
+    The fields are those of strategy_checkpoint_info.cc StrategyCheckpointInfo::to_json (notebook 07 shows
+    them); `build_searched_strategy` and `transform_checkpoints` read JSON only from a name ending in .json.
     """
     path = Path(path)
     if path.suffix != ".json":
