@@ -64,8 +64,8 @@ PYTHON="${TUTORIAL_PYTHON:-}"
 export PATH="$(dirname "$PYTHON"):$PATH"
 export PYTHONPATH="$PROJECT${PYTHONPATH:+:$PYTHONPATH}"
 
-WORKERS_ARG="" LOCAL_WORKERS="" NODE_RANK="" MASTER_ADDR="127.0.0.1" DEVICE="" STARTUP="" RANK_TABLE="" SERVER_ID="" LOG_DIR="" PORT="" TIMEOUT=60 DRY_RUN=0
-HANG_TIMEOUT=300
+WORKERS_ARG="" LOCAL_WORKERS="" NODE_RANK="" MASTER_ADDR="127.0.0.1" DEVICE="" STARTUP=dynamic RANK_TABLE=""
+SERVER_ID="" LOG_DIR="" PORT="" TIMEOUT=60 HANG_TIMEOUT=300 DRY_RUN=0
 need_value() { [[ $# -ge 2 && -n "$2" && "$2" != --* ]] || die "$1 needs a value (see --help)"; }
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -119,9 +119,6 @@ if (( LOCAL_WORKERS < WORKERS )); then
 fi
 [[ "$TIMEOUT" =~ ^[0-9]+$ && "$TIMEOUT" -ge 1 ]] || die "--timeout must be a positive number of seconds, got '$TIMEOUT'"
 [[ "$HANG_TIMEOUT" =~ ^[0-9]+$ ]] || die "--hang-timeout must be a number of seconds (0 = off), got '$HANG_TIMEOUT'"
-if [[ -z "$STARTUP" ]]; then   # the dynamic cluster, started directly: on one node or on each node of several
-    STARTUP=dynamic
-fi
 case "$STARTUP" in dynamic|msrun|ranktable) ;; *) die "unknown --startup '$STARTUP': use dynamic, msrun or ranktable" ;; esac
 if [[ "$DEVICE" == Ascend && "$STARTUP" != ranktable ]]; then
     CARDS=$(ls /dev/davinci[0-9]* 2>/dev/null | wc -l)
@@ -137,9 +134,7 @@ if [[ -d "$LOG_DIR" && -n "$(ls -A "$LOG_DIR" 2>/dev/null)" ]]; then
     echo "launch.sh: $LOG_DIR already holds a run; writing to $LOG_DIR-$n instead" >&2
     LOG_DIR="$LOG_DIR-$n"
 fi
-if [[ $DRY_RUN -eq 0 ]]; then
-    mkdir -p "$LOG_DIR" || die "cannot create the run folder $LOG_DIR"
-fi
+(( DRY_RUN )) || mkdir -p "$LOG_DIR" || die "cannot create the run folder $LOG_DIR"
 
 # Heartbeat every 1 s instead of MindSpore's 3-5 s: a worker learns that the cluster has formed only
 # from a heartbeat reply, and its exit joins the heartbeat thread, so both waits shrink by up to 4 s
@@ -208,16 +203,18 @@ job_is_hung() {  # true when no rank wrote anything for HANG_TIMEOUT seconds
     newest="$(find "$LOG_DIR" -type f \( -name 'worker_*.log' -o -path '*/rank_*/*' \) -printf '%T@\n' 2>/dev/null \
               | sort -n | tail -n 1)"
     [[ -n "$newest" ]] || return 1
-    if (( $(date +%s) - ${newest%.*} >= HANG_TIMEOUT )); then
-        echo "launch.sh: no rank wrote anything for $HANG_TIMEOUT s: the job looks hung; stopping it" \
-            | tee -a "$LOG_DIR/launcher.log" >&2
-        return 0
-    fi
-    return 1
+    (( $(date +%s) - ${newest%.*} >= HANG_TIMEOUT )) || return 1
+    say "no rank wrote anything for $HANG_TIMEOUT s: the job looks hung; stopping it"
 }
-report_failure() {
-    echo "launch.sh: the job failed (exit code $1). Logs: $LOG_DIR" >&2
-    "$PYTHON" -m helpers.joblog "$LOG_DIR" >&2
+say() { echo "launch.sh: $*" | tee -a "$LOG_DIR/launcher.log" >&2; }   # to the console and launcher.log
+finish_job() {  # finish_job RC: stop what is left of the job; on failure, name the failed rank(s)
+    trap - INT TERM
+    stop_job
+    if [[ $1 -ne 0 ]]; then
+        echo "launch.sh: the job failed (exit code $1). Logs: $LOG_DIR" >&2
+        "$PYTHON" -m helpers.joblog "$LOG_DIR" >&2
+    fi
+    return "$1"
 }
 on_interrupt() {
     echo "launch.sh: interrupted; stopping every process of the job" >&2
@@ -244,16 +241,14 @@ watch_ranks() {  # until every rank exited 0; a rank that fails (or the schedule
             unset 'RANK_PIDS[i]'
             if [[ $code -ne 0 ]]; then
                 rc=$code
-                echo "launch.sh: rank ${RANK_IDS[$i]} exited with code $code; stopping the others" \
-                    | tee -a "$LOG_DIR/launcher.log" >&2
+                say "rank ${RANK_IDS[$i]} exited with code $code; stopping the others"
             fi
         done
         if [[ $rc -eq 0 && -n "$sched_pid" && $running -gt 0 ]] && ! kill -0 "$sched_pid" 2>/dev/null; then
             wait "$sched_pid"; code=$?; sched_pid=""
             if [[ $code -ne 0 ]]; then
                 rc=$code
-                echo "launch.sh: the scheduler exited with code $code (see scheduler.log); stopping the ranks" \
-                    | tee -a "$LOG_DIR/launcher.log" >&2
+                say "the scheduler exited with code $code (see scheduler.log); stopping the ranks"
             fi
         fi
         if [[ $rc -eq 0 ]] && (( ticks % 5 == 0 )) && job_is_hung; then rc=124; fi
@@ -262,12 +257,10 @@ watch_ranks() {  # until every rank exited 0; a rank that fails (or the schedule
 }
 
 pick_port() {  # the scheduler's port: the caller's (checked free), or one the kernel says is free
-    if [[ -n "$PORT" && "${NODE_RANK:-0}" -gt 0 ]]; then
-        :   # another node's scheduler owns this port; nothing listens on it here
-    elif [[ -n "$PORT" ]]; then
-        "$PYTHON" -m helpers.ports check "$PORT" >&2 || exit 2
-    else
+    if [[ -z "$PORT" ]]; then
         PORT="$("$PYTHON" -m helpers.ports free)"
+    elif (( ${NODE_RANK:-0} == 0 )); then   # on node R > 0, node 0's scheduler owns the port
+        "$PYTHON" -m helpers.ports check "$PORT" >&2 || exit 2
     fi
 }
 
@@ -313,10 +306,7 @@ run_dynamic() {
     [[ $DRY_RUN -eq 1 ]] && return 0
     local rc=0
     watch_ranks "$sched_pid" || rc=$?
-    trap - INT TERM
-    stop_job   # the ranks are done (or one failed): stop the rest and the idle scheduler
-    if [[ $rc -ne 0 ]]; then report_failure "$rc"; fi
-    return "$rc"
+    finish_job "$rc"   # the ranks are done (or one failed): stop the rest and the idle scheduler
 }
 
 run_msrun() {
@@ -363,10 +353,7 @@ run_msrun() {
     done
     wait "$msrun_pid"; local rc=$?
     (( hung )) && rc=124
-    trap - INT TERM
-    stop_job
-    if [[ $rc -ne 0 ]]; then report_failure "$rc"; fi
-    return "$rc"
+    finish_job "$rc"
 }
 
 run_ranktable() {
@@ -398,10 +385,7 @@ run_ranktable() {
     trap on_interrupt INT TERM
     local rc=0
     watch_ranks || rc=$?
-    trap - INT TERM
-    stop_job
-    if [[ $rc -ne 0 ]]; then report_failure "$rc"; fi
-    return "$rc"
+    finish_job "$rc"
 }
 
 case "$STARTUP" in dynamic) run_dynamic ;; msrun) run_msrun ;; ranktable) run_ranktable ;; esac
