@@ -244,7 +244,7 @@ def _quiet_mindspore():
         logger.setLevel(level)
 
 
-def inspect_graph(network, *inputs, ops_of_interest=COMPUTE_OPS) -> GraphReport:
+def inspect_graph(network, *inputs) -> GraphReport:
     """Compile and run `network(*inputs)` in graph mode with the IR dump on, and report operator dtypes.
 
     The front-end graph (`*_validate_*.ir`) shows what the AMP level asked for; the kernel graph
@@ -282,7 +282,7 @@ def inspect_graph(network, *inputs, ops_of_interest=COMPUTE_OPS) -> GraphReport:
         if node["op"] == "Cast":
             amp_casts += 1
             continue
-        if node["op"] not in ops_of_interest or not node["abstract"]:
+        if node["op"] not in COMPUTE_OPS or not node["abstract"]:
             continue
         graph_in, graph_out = _split_types(node["abstract"], _TENSOR)
         record = OpRecord(node["op"], _cell_of(node["scope"]), graph_in, graph_out)
