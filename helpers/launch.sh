@@ -117,6 +117,9 @@ if (( LOCAL_WORKERS < WORKERS )); then
     [[ "$STARTUP" != ranktable ]] \
         || die "--local-workers/--node-rank are for msrun and the dynamic cluster; a rank table lists every node"
 fi
+FIRST=$(( ${NODE_RANK:-0} * LOCAL_WORKERS ))   # this node's first rank
+WHAT="$WORKERS ranks"
+(( LOCAL_WORKERS < WORKERS )) && WHAT="node ${NODE_RANK}: ranks $FIRST-$((FIRST + LOCAL_WORKERS - 1)) of $WORKERS"
 [[ "$TIMEOUT" =~ ^[0-9]+$ && "$TIMEOUT" -ge 1 ]] || die "--timeout must be a positive number of seconds, got '$TIMEOUT'"
 [[ "$HANG_TIMEOUT" =~ ^[0-9]+$ ]] || die "--hang-timeout must be a number of seconds (0 = off), got '$HANG_TIMEOUT'"
 case "$STARTUP" in dynamic|msrun|ranktable) ;; *) die "unknown --startup '$STARTUP': use dynamic, msrun or ranktable" ;; esac
@@ -271,30 +274,28 @@ run_dynamic() {
     # idle scheduler is stopped as soon as every rank is done (msrun waits for its 5 s shutdown poll).
     # Node R > 0 of a multi-node job starts only its workers; they join node 0's scheduler.
     pick_port
-    local first=$(( ${NODE_RANK:-0} * LOCAL_WORKERS ))
     # The variables msrun gives each process; the dry run prints exactly what would be started.
     local cluster=(MS_SCHED_HOST="$MASTER_ADDR" MS_SCHED_PORT="$PORT" MS_WORKER_NUM="$WORKERS" MS_TOPO_TIMEOUT="$TIMEOUT")
     local sched_env=(MS_ROLE=MS_SCHED "${cluster[@]}" RANK_ID=0 RANK_SIZE="$WORKERS")
     local sched_cmd=(python -c "import mindspore as ms; from mindspore.communication import init; ms.set_device('$DEVICE'); init()")
     # Each process leads its own session, as under msrun (os.setsid): a Ctrl-C reaches the launcher only.
     local session=(); command -v setsid > /dev/null && session=(setsid -w)
-    local sched_pid="" what="$WORKERS ranks"
-    (( LOCAL_WORKERS < WORKERS )) && what="node ${NODE_RANK}: ranks $first-$((first + LOCAL_WORKERS - 1)) of $WORKERS"
+    local sched_pid=""
     if [[ $DRY_RUN -eq 1 ]]; then
-        echo "# dynamic-cluster startup, $what on $DEVICE, logs in $LOG_DIR"
-        (( first == 0 )) && echo "scheduler: ${sched_env[*]} -> ${sched_cmd[*]} > $LOG_DIR/scheduler.log"
+        echo "# dynamic-cluster startup, $WHAT on $DEVICE, logs in $LOG_DIR"
+        (( FIRST == 0 )) && echo "scheduler: ${sched_env[*]} -> ${sched_cmd[*]} > $LOG_DIR/scheduler.log"
     else
-        echo "launch.sh: $what on $DEVICE via MindSpore's dynamic cluster ($MASTER_ADDR:$PORT), logs in $LOG_DIR" \
+        echo "launch.sh: $WHAT on $DEVICE via MindSpore's dynamic cluster ($MASTER_ADDR:$PORT), logs in $LOG_DIR" \
             | tee -a "$LOG_DIR/launcher.log"
         trap on_interrupt INT TERM
-        if (( first == 0 )); then   # node 0 (or the only node) runs the scheduler
+        if (( FIRST == 0 )); then   # node 0 (or the only node) runs the scheduler
             env "${sched_env[@]}" "${session[@]}" "${sched_cmd[@]}" > "$LOG_DIR/scheduler.log" 2>&1 &
             sched_pid=$!
         fi
     fi
     local k
-    for ((k = first; k < first + LOCAL_WORKERS; k++)); do
-        local envs=(MS_ROLE=MS_WORKER "${cluster[@]}" MS_NODE_ID="$k" RANK_ID="$k" DEVICE_ID="$((k - first))"
+    for ((k = FIRST; k < FIRST + LOCAL_WORKERS; k++)); do
+        local envs=(MS_ROLE=MS_WORKER "${cluster[@]}" MS_NODE_ID="$k" RANK_ID="$k" DEVICE_ID="$((k - FIRST))"
                     RANK_SIZE="$WORKERS")
         local pin; read -r -a pin <<< "$(pin_prefix "$k")"   # global rank: "nodes" sharing a host spread out
         if [[ $DRY_RUN -eq 1 ]]; then
@@ -317,23 +318,17 @@ run_msrun() {
     [[ -n "$NODE_RANK" ]] && cmd+=(--node_rank="$NODE_RANK")
     (( ${#PIN[@]} )) && cmd+=(--bind_core=True)   # rank k on core k, as the dynamic startup pins
     cmd+=("${SCRIPT_CMD[@]}")
-    local first=$(( ${NODE_RANK:-0} * LOCAL_WORKERS ))
     if [[ $DRY_RUN -eq 1 ]]; then
         echo "# msrun startup, node ${NODE_RANK:-0}: $LOCAL_WORKERS of $WORKERS workers on $DEVICE, logs in $LOG_DIR"
         local k
-        for ((k = first; k < first + LOCAL_WORKERS; k++)); do
+        for ((k = FIRST; k < FIRST + LOCAL_WORKERS; k++)); do
             echo "rank $k: MS_ROLE=MS_WORKER MS_SCHED_HOST=$MASTER_ADDR MS_SCHED_PORT=$PORT MS_WORKER_NUM=$WORKERS" \
-                 "RANK_ID=$k DEVICE_ID=$((k - first)) TUTORIAL_RUN_DIR=$LOG_DIR -> ${SCRIPT_CMD[*]} > $LOG_DIR/worker_$k.log"
+                 "RANK_ID=$k DEVICE_ID=$((k - FIRST)) TUTORIAL_RUN_DIR=$LOG_DIR -> ${SCRIPT_CMD[*]} > $LOG_DIR/worker_$k.log"
         done
         echo "command: ${cmd[*]}"
         return 0
     fi
-    if (( LOCAL_WORKERS < WORKERS )); then
-        echo "launch.sh: node ${NODE_RANK}: ranks $first-$((first + LOCAL_WORKERS - 1)) of $WORKERS on $DEVICE via msrun" \
-             "(scheduler $MASTER_ADDR:$PORT), logs in $LOG_DIR"
-    else
-        echo "launch.sh: $WORKERS ranks on $DEVICE via msrun (port $PORT), logs in $LOG_DIR"
-    fi
+    echo "launch.sh: $WHAT on $DEVICE via msrun (scheduler $MASTER_ADDR:$PORT), logs in $LOG_DIR"
     trap on_interrupt INT TERM
     # tee runs without the job id: stopping the job must not cut msrun's last lines from launcher.log.
     "${cmd[@]}" > >(env -u TUTORIAL_JOB_ID tee -a "$LOG_DIR/launcher.log") 2>&1 &
