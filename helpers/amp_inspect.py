@@ -1,13 +1,8 @@
 """Tools to look inside mixed precision (混合精度) in this process, for notebook 05 (plumbing, not the lesson).
 
-- `convert`: `amp.auto_mixed_precision` run in a scratch folder (level O1 writes generated source code
-  into the current directory, see below).
-- `inspect_graph`: compile a network with MindSpore's IR dump switched on and read, for every compute
-  operator, the dtype the AMP level asked for (the front-end graph) and the dtype of the kernel this
-  device really runs (the kernel graph), plus the casts the backend had to add.
-- `describe_train_network`: what `ms.Model(...)` built for training (wrapper class, loss scale).
-- `cell_precisions`, `parameter_dtypes`: what a conversion set.
-- `step_seconds`: per-step wall times of a launched run.
+`convert` runs `amp.auto_mixed_precision` in a scratch folder; `inspect_graph` reads, from the compiled
+graph, the dtype the AMP level asked for and the dtype of the kernel the device runs; the others report
+what a conversion set, what `ms.Model` built for training, and the step times of a launched run.
 
 Importing this module imports MindSpore but changes nothing (no context, no seed).
 """

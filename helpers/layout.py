@@ -156,7 +156,6 @@ class LayoutResult:
 
 # ---------------------------------------------------------------- building blocks
 
-
 def _is_power_of_2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
@@ -251,7 +250,6 @@ def _check_device_num(device_num: int) -> None:
 
 
 # ---------------------------------------------------------------- public entry points
-
 
 def matmul_layout(device_num: int, strategy: tuple, a_shape: tuple = (16, 16), b_shape: tuple = (16, 16),
                   transpose_b: bool = False, dtype: str = "float32") -> LayoutResult:
@@ -367,7 +365,6 @@ def read_strategy_file(path) -> dict:
 
 
 # ---------------------------------------------------------------- running a plan with numpy
-
 
 def partial_products(result: LayoutResult, A, B) -> list:
     """Each rank's local MatMul result, before the output collective (input AllGathers are applied)."""
