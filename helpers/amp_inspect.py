@@ -1,13 +1,8 @@
 """Tools to look inside mixed precision (混合精度) in this process, for notebook 05 (plumbing, not the lesson).
 
-- `convert`: `amp.auto_mixed_precision` run in a scratch folder (level O1 writes generated source code
-  into the current directory, see below).
-- `inspect_graph`: compile a network with MindSpore's IR dump switched on and read, for every compute
-  operator, the dtype the AMP level asked for (the front-end graph) and the dtype of the kernel this
-  device really runs (the kernel graph), plus the casts the backend had to add.
-- `describe_train_network`: what `ms.Model(...)` built for training (wrapper class, loss scale).
-- `cell_precisions`, `parameter_dtypes`: what a conversion set.
-- `step_seconds`: per-step wall times of a launched run.
+`convert` runs `amp.auto_mixed_precision` in a scratch folder; `inspect_graph` reads, from the compiled
+graph, the dtype the AMP level asked for and the dtype of the kernel the device runs; the others report
+what a conversion set, what `ms.Model` built for training, and the step times of a launched run.
 
 Importing this module imports MindSpore but changes nothing (no context, no seed).
 """
@@ -33,8 +28,7 @@ COMPUTE_OPS = ("MatMul", "BatchMatMul", "BiasAdd", "Dense", "ReLU", "BatchNorm",
                "Conv2D", "Add", "Mul")
 
 
-# ---------------------------------------------------------------------------------------------
-# converting a network
+# ---------------------------------------------------------------- converting a network
 
 def keep_cell_files() -> None:
     """Write every notebook cell run so far (and, from now on, every cell after it runs) to the file
@@ -132,8 +126,7 @@ def parameter_dtypes(network) -> dict[str, str]:
     return {p.name: str(p.dtype) for p in network.trainable_params()}
 
 
-# ---------------------------------------------------------------------------------------------
-# reading the compiled graph
+# ---------------------------------------------------------------- reading the compiled graph
 
 @dataclass
 class OpRecord:
@@ -226,12 +219,10 @@ def _split_types(line: str, pattern: re.Pattern) -> tuple[tuple[str, ...], str]:
     return ins, (outs[0] if outs else "-")
 
 
-def _newest(paths: list[Path]) -> Path | None:
-    """The IR file with the highest trailing sequence number (the last one MindSpore wrote)."""
-    def number(p: Path) -> int:
-        digits = re.findall(r"(\d+)", p.stem)
-        return int(digits[-1]) if digits else -1
-    return max(paths, key=number) if paths else None
+def _sequence_number(path: Path) -> int:
+    """The trailing number MindSpore gives each IR file it writes (-1 if none)."""
+    digits = re.findall(r"(\d+)", path.stem)
+    return int(digits[-1]) if digits else -1
 
 
 @contextlib.contextmanager
@@ -248,7 +239,7 @@ def _quiet_mindspore():
         logger.setLevel(level)
 
 
-def inspect_graph(network, *inputs, ops_of_interest=COMPUTE_OPS) -> GraphReport:
+def inspect_graph(network, *inputs) -> GraphReport:
     """Compile and run `network(*inputs)` in graph mode with the IR dump on, and report operator dtypes.
 
     The front-end graph (`*_validate_*.ir`) shows what the AMP level asked for; the kernel graph
@@ -264,20 +255,17 @@ def inspect_graph(network, *inputs, ops_of_interest=COMPUTE_OPS) -> GraphReport:
         ms.set_context(save_graphs=1, save_graphs_path=str(ir_dir))
     try:
         output = network(*inputs)
-    except Exception:
-        shutil.rmtree(ir_dir, ignore_errors=True)
-        raise
+        fronts = list(ir_dir.glob("*_validate_*.ir"))
+        if not fronts:
+            raise RuntimeError(f"no IR written to {ir_dir}: was this network already compiled for these "
+                               "inputs? Pass a freshly built network.")
+        front_nodes = _parse_ir(max(fronts, key=_sequence_number))   # the last one MindSpore wrote
+        kernel_nodes = [n for f in sorted(ir_dir.glob("graph_build_*.ir")) for n in _parse_ir(f)]
     finally:
         with _quiet_mindspore():
             ms.set_context(save_graphs=0)
         ms.set_context(mode=mode)
-    front = _newest(list(ir_dir.glob("*_validate_*.ir")))
-    if front is None:
         shutil.rmtree(ir_dir, ignore_errors=True)
-        raise RuntimeError(f"no IR written to {ir_dir}: was this network already compiled for these inputs? "
-                           "Pass a freshly built network.")
-    kernel_files = sorted(ir_dir.glob("graph_build_*.ir"))
-    kernel_nodes = [n for f in kernel_files for n in _parse_ir(f)]
     # Match front-end and kernel nodes by scope; the trailing "-op<N>" counter differs between the two.
     kernel_by_scope: dict[str, list[dict]] = {}
     for n in kernel_nodes:
@@ -285,11 +273,11 @@ def inspect_graph(network, *inputs, ops_of_interest=COMPUTE_OPS) -> GraphReport:
             kernel_by_scope.setdefault(_OPNUM.sub("", n["scope"]), []).append(n)
 
     records, amp_casts = [], 0
-    for node in _parse_ir(front):
+    for node in front_nodes:
         if node["op"] == "Cast":
             amp_casts += 1
             continue
-        if node["op"] not in ops_of_interest or not node["abstract"]:
+        if node["op"] not in COMPUTE_OPS or not node["abstract"]:
             continue
         graph_in, graph_out = _split_types(node["abstract"], _TENSOR)
         record = OpRecord(node["op"], _cell_of(node["scope"]), graph_in, graph_out)
@@ -298,15 +286,12 @@ def inspect_graph(network, *inputs, ops_of_interest=COMPUTE_OPS) -> GraphReport:
             kernel = candidates.pop(0)
             record.kernel_in, record.kernel_out = _split_types(kernel["kernel"], _KERNEL)
         records.append(record)
-    report = GraphReport(ops=records, amp_casts=amp_casts,
-                         backend_casts=sum(n["op"] == "Cast" and n["backend_cast"] for n in kernel_nodes),
-                         output_dtype=str(output.dtype) if hasattr(output, "dtype") else type(output).__name__)
-    shutil.rmtree(ir_dir, ignore_errors=True)
-    return report
+    return GraphReport(ops=records, amp_casts=amp_casts,
+                       backend_casts=sum(n["op"] == "Cast" and n["backend_cast"] for n in kernel_nodes),
+                       output_dtype=str(output.dtype) if hasattr(output, "dtype") else type(output).__name__)
 
 
-# ---------------------------------------------------------------------------------------------
-# what Model built
+# ---------------------------------------------------------------- what Model built
 
 def describe_train_network(model) -> dict:
     """What `ms.Model` built for training: the one-step wrapper, the loss scale it feeds the backward
@@ -325,8 +310,7 @@ def describe_train_network(model) -> dict:
     return info
 
 
-# ---------------------------------------------------------------------------------------------
-# launched runs
+# ---------------------------------------------------------------- launched runs
 
 def step_seconds(result, rank: int = 0, skip: int = 1) -> list[float]:
     """Per-step wall times of a launched run (from metrics.jsonl), leaving out the first `skip` steps

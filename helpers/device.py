@@ -26,20 +26,14 @@ def normalize_device(name: str) -> str:
     for device in SUPPORTED_DEVICES:
         if name.strip().lower() == device.lower():
             return device
-    raise ValueError(
-        f"unknown device {name!r}: use one of {', '.join(SUPPORTED_DEVICES)} "
-        f"(set {DEVICE_ENV} or pass --device)"
-    )
+    raise ValueError(f"unknown device {name!r}: use one of {', '.join(SUPPORTED_DEVICES)} "
+                     f"(set {DEVICE_ENV} or pass --device)")
 
 
 def ascend_card_ids() -> list[int]:
     """Ids of the Ascend cards the driver exposes (/dev/davinci0, /dev/davinci1, ...)."""
-    ids = []
-    for path in glob.glob("/dev/davinci*"):
-        match = re.fullmatch(r"/dev/davinci(\d+)", path)
-        if match:
-            ids.append(int(match.group(1)))
-    return sorted(ids)
+    matches = (re.fullmatch(r"/dev/davinci(\d+)", path) for path in glob.glob("/dev/davinci*"))
+    return sorted(int(match.group(1)) for match in matches if match)
 
 
 def cann_installed() -> bool:

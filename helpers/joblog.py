@@ -36,15 +36,13 @@ def rank_logs(run_dir: str | Path) -> dict[int, Path]:
     return dict(sorted(logs.items()))
 
 
-def tail(path: str | Path, lines: int = 20, quiet: bool = True) -> str:
-    """The last `lines` lines of a log, without MindSpore's INFO/WARNING chatter when `quiet`."""
+def tail(path: str | Path, lines: int = 20) -> str:
+    """The last `lines` lines of a log, without MindSpore's INFO/WARNING chatter."""
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return ""
-    if quiet:
-        text = [line for line in text if not _NOISE.match(line)]
-    return "\n".join(text[-lines:])
+    return "\n".join([line for line in text if not _NOISE.match(line)][-lines:])
 
 
 def _rank_of_pid(run_dir: Path) -> dict[int, int]:
@@ -94,7 +92,7 @@ def never_joined(run_dir: str | Path) -> list[int]:
             if rank not in registered and _NO_CLUSTER not in text and not _JOINED.search(text)]
 
 
-def failure_report(run_dir: str | Path, lines: int = 20) -> str:
+def failure_report(run_dir: str | Path) -> str:
     """A short text naming each failed rank with the tail of its log."""
     failed = failed_ranks(run_dir)
     logs = rank_logs(run_dir)
@@ -107,16 +105,15 @@ def failure_report(run_dir: str | Path, lines: int = 20) -> str:
     elif not failed:  # e.g. a hung job: show where every rank stopped
         return "\n\n".join([f"no rank log shows an error; the last lines of each rank's log (all in {run_dir}):"]
                            + [f"rank {rank} ({path}):\n{tail(path, 8)}" for rank, path in logs.items()])
-    return "\n\n".join(header + [f"rank {rank} {reason}; last lines of {logs[rank]}:\n{tail(logs[rank], lines)}"
+    return "\n\n".join(header + [f"rank {rank} {reason}; last lines of {logs[rank]}:\n{tail(logs[rank])}"
                                   for rank, reason in failed.items()])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.joblog")
     parser.add_argument("run_dir")
-    parser.add_argument("--lines", type=int, default=20)
     args = parser.parse_args(argv)
-    print(failure_report(args.run_dir, args.lines))
+    print(failure_report(args.run_dir))
     return 0
 
 

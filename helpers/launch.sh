@@ -64,8 +64,8 @@ PYTHON="${TUTORIAL_PYTHON:-}"
 export PATH="$(dirname "$PYTHON"):$PATH"
 export PYTHONPATH="$PROJECT${PYTHONPATH:+:$PYTHONPATH}"
 
-WORKERS_ARG="" LOCAL_WORKERS="" NODE_RANK="" MASTER_ADDR="127.0.0.1" DEVICE="" STARTUP="" RANK_TABLE="" SERVER_ID="" LOG_DIR="" PORT="" TIMEOUT=60 DRY_RUN=0
-HANG_TIMEOUT=300
+WORKERS_ARG="" LOCAL_WORKERS="" NODE_RANK="" MASTER_ADDR="127.0.0.1" DEVICE="" STARTUP=dynamic RANK_TABLE=""
+SERVER_ID="" LOG_DIR="" PORT="" TIMEOUT=60 HANG_TIMEOUT=300 DRY_RUN=0
 need_value() { [[ $# -ge 2 && -n "$2" && "$2" != --* ]] || die "$1 needs a value (see --help)"; }
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -117,11 +117,11 @@ if (( LOCAL_WORKERS < WORKERS )); then
     [[ "$STARTUP" != ranktable ]] \
         || die "--local-workers/--node-rank are for msrun and the dynamic cluster; a rank table lists every node"
 fi
+FIRST=$(( ${NODE_RANK:-0} * LOCAL_WORKERS ))   # this node's first rank
+WHAT="$WORKERS ranks"
+(( LOCAL_WORKERS < WORKERS )) && WHAT="node ${NODE_RANK}: ranks $FIRST-$((FIRST + LOCAL_WORKERS - 1)) of $WORKERS"
 [[ "$TIMEOUT" =~ ^[0-9]+$ && "$TIMEOUT" -ge 1 ]] || die "--timeout must be a positive number of seconds, got '$TIMEOUT'"
 [[ "$HANG_TIMEOUT" =~ ^[0-9]+$ ]] || die "--hang-timeout must be a number of seconds (0 = off), got '$HANG_TIMEOUT'"
-if [[ -z "$STARTUP" ]]; then   # the dynamic cluster, started directly: on one node or on each node of several
-    STARTUP=dynamic
-fi
 case "$STARTUP" in dynamic|msrun|ranktable) ;; *) die "unknown --startup '$STARTUP': use dynamic, msrun or ranktable" ;; esac
 if [[ "$DEVICE" == Ascend && "$STARTUP" != ranktable ]]; then
     CARDS=$(ls /dev/davinci[0-9]* 2>/dev/null | wc -l)
@@ -137,9 +137,7 @@ if [[ -d "$LOG_DIR" && -n "$(ls -A "$LOG_DIR" 2>/dev/null)" ]]; then
     echo "launch.sh: $LOG_DIR already holds a run; writing to $LOG_DIR-$n instead" >&2
     LOG_DIR="$LOG_DIR-$n"
 fi
-if [[ $DRY_RUN -eq 0 ]]; then
-    mkdir -p "$LOG_DIR" || die "cannot create the run folder $LOG_DIR"
-fi
+(( DRY_RUN )) || mkdir -p "$LOG_DIR" || die "cannot create the run folder $LOG_DIR"
 
 # Heartbeat every 1 s instead of MindSpore's 3-5 s: a worker learns that the cluster has formed only
 # from a heartbeat reply, and its exit joins the heartbeat thread, so both waits shrink by up to 4 s
@@ -208,16 +206,18 @@ job_is_hung() {  # true when no rank wrote anything for HANG_TIMEOUT seconds
     newest="$(find "$LOG_DIR" -type f \( -name 'worker_*.log' -o -path '*/rank_*/*' \) -printf '%T@\n' 2>/dev/null \
               | sort -n | tail -n 1)"
     [[ -n "$newest" ]] || return 1
-    if (( $(date +%s) - ${newest%.*} >= HANG_TIMEOUT )); then
-        echo "launch.sh: no rank wrote anything for $HANG_TIMEOUT s: the job looks hung; stopping it" \
-            | tee -a "$LOG_DIR/launcher.log" >&2
-        return 0
-    fi
-    return 1
+    (( $(date +%s) - ${newest%.*} >= HANG_TIMEOUT )) || return 1
+    say "no rank wrote anything for $HANG_TIMEOUT s: the job looks hung; stopping it"
 }
-report_failure() {
-    echo "launch.sh: the job failed (exit code $1). Logs: $LOG_DIR" >&2
-    "$PYTHON" -m helpers.joblog "$LOG_DIR" >&2
+say() { echo "launch.sh: $*" | tee -a "$LOG_DIR/launcher.log" >&2; }   # to the console and launcher.log
+finish_job() {  # finish_job RC: stop what is left of the job; on failure, name the failed rank(s)
+    trap - INT TERM
+    stop_job
+    if [[ $1 -ne 0 ]]; then
+        echo "launch.sh: the job failed (exit code $1). Logs: $LOG_DIR" >&2
+        "$PYTHON" -m helpers.joblog "$LOG_DIR" >&2
+    fi
+    return "$1"
 }
 on_interrupt() {
     echo "launch.sh: interrupted; stopping every process of the job" >&2
@@ -244,16 +244,14 @@ watch_ranks() {  # until every rank exited 0; a rank that fails (or the schedule
             unset 'RANK_PIDS[i]'
             if [[ $code -ne 0 ]]; then
                 rc=$code
-                echo "launch.sh: rank ${RANK_IDS[$i]} exited with code $code; stopping the others" \
-                    | tee -a "$LOG_DIR/launcher.log" >&2
+                say "rank ${RANK_IDS[$i]} exited with code $code; stopping the others"
             fi
         done
         if [[ $rc -eq 0 && -n "$sched_pid" && $running -gt 0 ]] && ! kill -0 "$sched_pid" 2>/dev/null; then
             wait "$sched_pid"; code=$?; sched_pid=""
             if [[ $code -ne 0 ]]; then
                 rc=$code
-                echo "launch.sh: the scheduler exited with code $code (see scheduler.log); stopping the ranks" \
-                    | tee -a "$LOG_DIR/launcher.log" >&2
+                say "the scheduler exited with code $code (see scheduler.log); stopping the ranks"
             fi
         fi
         if [[ $rc -eq 0 ]] && (( ticks % 5 == 0 )) && job_is_hung; then rc=124; fi
@@ -262,12 +260,10 @@ watch_ranks() {  # until every rank exited 0; a rank that fails (or the schedule
 }
 
 pick_port() {  # the scheduler's port: the caller's (checked free), or one the kernel says is free
-    if [[ -n "$PORT" && "${NODE_RANK:-0}" -gt 0 ]]; then
-        :   # another node's scheduler owns this port; nothing listens on it here
-    elif [[ -n "$PORT" ]]; then
-        "$PYTHON" -m helpers.ports check "$PORT" >&2 || exit 2
-    else
+    if [[ -z "$PORT" ]]; then
         PORT="$("$PYTHON" -m helpers.ports free)"
+    elif (( ${NODE_RANK:-0} == 0 )); then   # on node R > 0, node 0's scheduler owns the port
+        "$PYTHON" -m helpers.ports check "$PORT" >&2 || exit 2
     fi
 }
 
@@ -278,30 +274,28 @@ run_dynamic() {
     # idle scheduler is stopped as soon as every rank is done (msrun waits for its 5 s shutdown poll).
     # Node R > 0 of a multi-node job starts only its workers; they join node 0's scheduler.
     pick_port
-    local first=$(( ${NODE_RANK:-0} * LOCAL_WORKERS ))
     # The variables msrun gives each process; the dry run prints exactly what would be started.
     local cluster=(MS_SCHED_HOST="$MASTER_ADDR" MS_SCHED_PORT="$PORT" MS_WORKER_NUM="$WORKERS" MS_TOPO_TIMEOUT="$TIMEOUT")
     local sched_env=(MS_ROLE=MS_SCHED "${cluster[@]}" RANK_ID=0 RANK_SIZE="$WORKERS")
     local sched_cmd=(python -c "import mindspore as ms; from mindspore.communication import init; ms.set_device('$DEVICE'); init()")
     # Each process leads its own session, as under msrun (os.setsid): a Ctrl-C reaches the launcher only.
     local session=(); command -v setsid > /dev/null && session=(setsid -w)
-    local sched_pid="" what="$WORKERS ranks"
-    (( LOCAL_WORKERS < WORKERS )) && what="node ${NODE_RANK}: ranks $first-$((first + LOCAL_WORKERS - 1)) of $WORKERS"
+    local sched_pid=""
     if [[ $DRY_RUN -eq 1 ]]; then
-        echo "# dynamic-cluster startup, $what on $DEVICE, logs in $LOG_DIR"
-        (( first == 0 )) && echo "scheduler: ${sched_env[*]} -> ${sched_cmd[*]} > $LOG_DIR/scheduler.log"
+        echo "# dynamic-cluster startup, $WHAT on $DEVICE, logs in $LOG_DIR"
+        (( FIRST == 0 )) && echo "scheduler: ${sched_env[*]} -> ${sched_cmd[*]} > $LOG_DIR/scheduler.log"
     else
-        echo "launch.sh: $what on $DEVICE via MindSpore's dynamic cluster ($MASTER_ADDR:$PORT), logs in $LOG_DIR" \
+        echo "launch.sh: $WHAT on $DEVICE via MindSpore's dynamic cluster ($MASTER_ADDR:$PORT), logs in $LOG_DIR" \
             | tee -a "$LOG_DIR/launcher.log"
         trap on_interrupt INT TERM
-        if (( first == 0 )); then   # node 0 (or the only node) runs the scheduler
+        if (( FIRST == 0 )); then   # node 0 (or the only node) runs the scheduler
             env "${sched_env[@]}" "${session[@]}" "${sched_cmd[@]}" > "$LOG_DIR/scheduler.log" 2>&1 &
             sched_pid=$!
         fi
     fi
     local k
-    for ((k = first; k < first + LOCAL_WORKERS; k++)); do
-        local envs=(MS_ROLE=MS_WORKER "${cluster[@]}" MS_NODE_ID="$k" RANK_ID="$k" DEVICE_ID="$((k - first))"
+    for ((k = FIRST; k < FIRST + LOCAL_WORKERS; k++)); do
+        local envs=(MS_ROLE=MS_WORKER "${cluster[@]}" MS_NODE_ID="$k" RANK_ID="$k" DEVICE_ID="$((k - FIRST))"
                     RANK_SIZE="$WORKERS")
         local pin; read -r -a pin <<< "$(pin_prefix "$k")"   # global rank: "nodes" sharing a host spread out
         if [[ $DRY_RUN -eq 1 ]]; then
@@ -313,10 +307,7 @@ run_dynamic() {
     [[ $DRY_RUN -eq 1 ]] && return 0
     local rc=0
     watch_ranks "$sched_pid" || rc=$?
-    trap - INT TERM
-    stop_job   # the ranks are done (or one failed): stop the rest and the idle scheduler
-    if [[ $rc -ne 0 ]]; then report_failure "$rc"; fi
-    return "$rc"
+    finish_job "$rc"   # the ranks are done (or one failed): stop the rest and the idle scheduler
 }
 
 run_msrun() {
@@ -327,23 +318,17 @@ run_msrun() {
     [[ -n "$NODE_RANK" ]] && cmd+=(--node_rank="$NODE_RANK")
     (( ${#PIN[@]} )) && cmd+=(--bind_core=True)   # rank k on core k, as the dynamic startup pins
     cmd+=("${SCRIPT_CMD[@]}")
-    local first=$(( ${NODE_RANK:-0} * LOCAL_WORKERS ))
     if [[ $DRY_RUN -eq 1 ]]; then
         echo "# msrun startup, node ${NODE_RANK:-0}: $LOCAL_WORKERS of $WORKERS workers on $DEVICE, logs in $LOG_DIR"
         local k
-        for ((k = first; k < first + LOCAL_WORKERS; k++)); do
+        for ((k = FIRST; k < FIRST + LOCAL_WORKERS; k++)); do
             echo "rank $k: MS_ROLE=MS_WORKER MS_SCHED_HOST=$MASTER_ADDR MS_SCHED_PORT=$PORT MS_WORKER_NUM=$WORKERS" \
-                 "RANK_ID=$k DEVICE_ID=$((k - first)) TUTORIAL_RUN_DIR=$LOG_DIR -> ${SCRIPT_CMD[*]} > $LOG_DIR/worker_$k.log"
+                 "RANK_ID=$k DEVICE_ID=$((k - FIRST)) TUTORIAL_RUN_DIR=$LOG_DIR -> ${SCRIPT_CMD[*]} > $LOG_DIR/worker_$k.log"
         done
         echo "command: ${cmd[*]}"
         return 0
     fi
-    if (( LOCAL_WORKERS < WORKERS )); then
-        echo "launch.sh: node ${NODE_RANK}: ranks $first-$((first + LOCAL_WORKERS - 1)) of $WORKERS on $DEVICE via msrun" \
-             "(scheduler $MASTER_ADDR:$PORT), logs in $LOG_DIR"
-    else
-        echo "launch.sh: $WORKERS ranks on $DEVICE via msrun (port $PORT), logs in $LOG_DIR"
-    fi
+    echo "launch.sh: $WHAT on $DEVICE via msrun (scheduler $MASTER_ADDR:$PORT), logs in $LOG_DIR"
     trap on_interrupt INT TERM
     # tee runs without the job id: stopping the job must not cut msrun's last lines from launcher.log.
     "${cmd[@]}" > >(env -u TUTORIAL_JOB_ID tee -a "$LOG_DIR/launcher.log") 2>&1 &
@@ -363,10 +348,7 @@ run_msrun() {
     done
     wait "$msrun_pid"; local rc=$?
     (( hung )) && rc=124
-    trap - INT TERM
-    stop_job
-    if [[ $rc -ne 0 ]]; then report_failure "$rc"; fi
-    return "$rc"
+    finish_job "$rc"
 }
 
 run_ranktable() {
@@ -398,10 +380,7 @@ run_ranktable() {
     trap on_interrupt INT TERM
     local rc=0
     watch_ranks || rc=$?
-    trap - INT TERM
-    stop_job
-    if [[ $rc -ne 0 ]]; then report_failure "$rc"; fi
-    return "$rc"
+    finish_job "$rc"
 }
 
 case "$STARTUP" in dynamic) run_dynamic ;; msrun) run_msrun ;; ranktable) run_ranktable ;; esac

@@ -26,14 +26,10 @@ against the error strings inside the installed 2.10.0 `libmindspore_frontend.so`
   fastest. Groups along an axis: device_matrix.cc GetDevicesAlongDim.
 * element-wise ops (activation_info.cc, arithmetic_info.cc): device matrix = the strategy; two inputs of
   the same shape must have equal strategies (MindSpore says only "Invalid strategy.").
-* `Layout` (mindspore/parallel/shard.py; matmul_info.cc CheckInputLayout / InferOutputLayout /
-  InferForwardCommunicationByLayout): prod(device_matrix) must equal the device count, A's and B's K
-  dimensions must map to the same device axes, M and N must not share one; the output keeps A's M map and
-  B's N map, and an AllReduce runs over the axes K is mapped to. The power-of-2 rule is not applied to
-  layouts here (I did not find it on the layout path).
 
-Not modelled: batch (3-D+) MatMul, transpose_a, broadcasting, out_strategy (reduce-scatter), Layout's
-interleaved_parallel and rank_list, pipeline stages, and backward ops (gradient/mirror AllReduce).
+Not modelled: `mindspore.parallel.Layout` strategies (only tuple strategies), batch (3-D+) MatMul,
+transpose_a, broadcasting, out_strategy (reduce-scatter), pipeline stages, and backward ops
+(gradient/mirror AllReduce).
 """
 
 from __future__ import annotations
@@ -56,46 +52,6 @@ class StrategyError(ValueError):
         self.mindspore_message = mindspore_message
         self.fix = fix
         super().__init__(f"[{reason}] {mindspore_message}\n  fix: {fix}")
-
-
-class Layout:
-    """A numpy-only mirror of `mindspore.parallel.Layout`: `Layout((2, 4), ("dp", "mp"))("dp", "None")`.
-
-    A real MindSpore Layout works too: anything with a `to_dict()` giving device_matrix and tensor_map.
-    """
-
-    def __init__(self, device_matrix: tuple, alias_name: tuple):
-        if not isinstance(device_matrix, tuple) or not isinstance(alias_name, tuple):
-            raise TypeError("device_matrix and alias_name must be tuples")
-        if len(device_matrix) != len(alias_name):
-            raise ValueError("device_matrix length should be equal to alias_name length")
-        if "None" in alias_name or len(set(alias_name)) != len(alias_name):
-            raise ValueError(f"alias_name {alias_name} must be distinct and must not contain 'None'")
-        self.device_matrix = device_matrix
-        self.alias_name = alias_name
-        self.tensor_map = None
-
-    def _index(self, name: str, used: list) -> int:
-        if name == "None":
-            return -1
-        if name not in self.alias_name:
-            raise ValueError(f"The axis {name} is not found in {self.alias_name}")
-        if name in used:
-            raise ValueError(f"The axis {name} has been set more than one in {self.alias_name}")
-        used.append(name)
-        return len(self.alias_name) - 1 - self.alias_name.index(name)
-
-    def __call__(self, *tensor_map) -> Layout:
-        used: list = []
-        new = Layout(self.device_matrix, self.alias_name)
-        new.tensor_map = tuple(tuple(self._index(n, used) for n in e) if isinstance(e, tuple)
-                               else self._index(e, used) for e in tensor_map)
-        return new
-
-    def to_dict(self) -> dict:
-        return {"device_matrix": self.device_matrix, "tensor_map": self.tensor_map,
-                "interleaved_parallel": "interleaved_parallel" in self.alias_name,
-                "alias_name": self.alias_name, "rank_list": list(range(math.prod(self.device_matrix)))}
 
 
 @dataclass(frozen=True)
@@ -159,11 +115,11 @@ class LayoutResult:
 
     op: str
     device_num: int
-    strategy: tuple          # split counts per input (derived from the tensor maps for a Layout)
+    strategy: tuple          # split counts per input
     dev_matrix: tuple
     axis_names: tuple
     repeated_calc_num: int
-    mode: str                # "strategy", "pcl" or "layout"
+    mode: str                # "strategy" or "pcl"
     transpose_b: bool
     tensors: tuple = field(repr=False)       # TensorLayout for each input, then "out"
     collectives: tuple = field(repr=False)
@@ -199,7 +155,6 @@ class LayoutResult:
 
 
 # ---------------------------------------------------------------- building blocks
-
 
 def _is_power_of_2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
@@ -273,8 +228,9 @@ def _check_values(op: str, strategy: tuple, shapes: tuple, device_num: int) -> N
                                     "count itself is not a power of 2).")
 
 
-def _repeat(op: str, strategy: tuple, dev_matrix: tuple, device_num: int) -> int:
-    """operator_info.cc InferRepeatedCalcInfo: how many ranks compute each slice."""
+def _repeat(op: str, strategy: tuple, dev_matrix: tuple, names: tuple, device_num: int) -> tuple:
+    """operator_info.cc InferRepeatedCalcInfo: how many ranks compute each slice (r). Returns the device
+    matrix and names with r appended when r > 1, r, and the shift (0 or 1) this adds to tensor-map entries."""
     used = math.prod(dev_matrix)
     if device_num % used:
         reason = "exceeds_device_num" if used > device_num else "device_num_not_divisible"
@@ -282,7 +238,10 @@ def _repeat(op: str, strategy: tuple, dev_matrix: tuple, device_num: int) -> int
                             f"the device number of this stage is {device_num}, it can not be divisible "
                             f"by {used}", f"the device matrix {list(dev_matrix)} needs {used} devices; "
                             f"choose splits whose device-matrix product divides {device_num}.")
-    return device_num // used
+    repeat = device_num // used
+    if repeat == 1:
+        return dev_matrix, names, 1, 0
+    return dev_matrix + (repeat,), names + ("repeat",), repeat, 1
 
 
 def _check_device_num(device_num: int) -> None:
@@ -290,61 +249,14 @@ def _check_device_num(device_num: int) -> None:
         raise ValueError(f"device_num must be a positive int, got {device_num!r}")
 
 
-def _layout_dicts(strategy: tuple):
-    """The to_dict() of every Layout in `strategy`, or None if it is a plain tuple strategy."""
-    kinds = {hasattr(s, "to_dict") for s in strategy}
-    if kinds == {True}:
-        return [s.to_dict() for s in strategy]
-    if True in kinds:
-        raise TypeError("mix of Layout and tuple strategies: use one kind for all inputs")
-    return None
-
-
-def _check_layouts(op: str, dicts: list, shapes: tuple, device_num: int) -> tuple:
-    """Common Layout checks; returns the shared device matrix."""
-    dev_matrix = tuple(dicts[0]["device_matrix"])
-    for d in dicts:
-        if tuple(d["device_matrix"]) != dev_matrix:
-            raise StrategyError("layout_dev_matrix_differs", "The device_matrix of input0 "
-                                f"{list(dev_matrix)} dose not equal to device_matrix of input1 "
-                                f"{list(d['device_matrix'])}",
-                                "build every input's layout from the same Layout object.")
-        default_ranks = list(range(math.prod(dev_matrix)))
-        if d.get("interleaved_parallel") or list(d.get("rank_list", default_ranks)) != default_ranks:
-            raise StrategyError("not_modelled", f"{op}: interleaved_parallel / custom rank_list",
-                                "this calculator models plain layouts only.")
-    if math.prod(dev_matrix) != device_num:
-        raise StrategyError("layout_product", f"{op}: the product of dev matrix must be equal to the stage "
-                            f"divece size, but the dev matrix is {list(dev_matrix)}, but the stage device "
-                            f"size is {device_num}", f"make prod(device_matrix) == {device_num}; replicate "
-                            "with 'None' in the tensor map instead of a smaller matrix.")
-    for d, shape in zip(dicts, shapes):
-        tmap = d["tensor_map"]
-        if len(tmap) != len(shape):
-            raise StrategyError("wrong_rank", f"{op}: the size of input tensor map and input shape must be "
-                                f"equal, but the inputs tensor map is {tmap}", "one alias per dimension.")
-        for size, entry in zip(shape, tmap):
-            split = math.prod(dev_matrix[len(dev_matrix) - 1 - m] for m in _axes(entry))
-            if size % split:
-                raise StrategyError("shape_not_divisible", f"{op}: the shape is not divisible by layout, "
-                                    f"the input shape is {list(shape)}, the tensor map is {tmap}",
-                                    f"dimension {size} cannot be split {split} ways; resize it.")
-    return dev_matrix
-
-
-def _implied_strategy(tensors) -> tuple:
-    return tuple(t.splits for t in tensors)
-
-
 # ---------------------------------------------------------------- public entry points
-
 
 def matmul_layout(device_num: int, strategy: tuple, a_shape: tuple = (16, 16), b_shape: tuple = (16, 16),
                   transpose_b: bool = False, dtype: str = "float32") -> LayoutResult:
     """Plan of `ops.MatMul(transpose_b=...).shard(strategy)` on `device_num` devices.
 
-    `strategy` is ((a0, a1), (b0, b1)) or a pair of Layouts. A is [M, K]; B is [K, N], or [N, K] with
-    transpose_b (as nn.Dense stores its weight). Raises StrategyError where MindSpore would refuse.
+    `strategy` is ((a0, a1), (b0, b1)). A is [M, K]; B is [K, N], or [N, K] with transpose_b (as nn.Dense
+    stores its weight). Raises StrategyError where MindSpore would refuse.
     """
     _check_device_num(device_num)
     a_shape, b_shape = tuple(a_shape), tuple(b_shape)
@@ -354,10 +266,6 @@ def matmul_layout(device_num: int, strategy: tuple, a_shape: tuple = (16, 16), b
                          f"got {a_shape} and {b_shape}")
     n_axis = 0 if transpose_b else 1
     out_shape = (a_shape[0], b_shape[n_axis])
-    dicts = _layout_dicts(strategy)
-    if dicts is not None:
-        return _matmul_from_layouts(device_num, dicts, a_shape, b_shape, out_shape, transpose_b, dtype)
-
     strategy = tuple(tuple(s) for s in strategy)
     _check_values("MatMul", strategy, (a_shape, b_shape), device_num)
     (a0, a1), (b0, b1) = strategy
@@ -385,11 +293,8 @@ def matmul_layout(device_num: int, strategy: tuple, a_shape: tuple = (16, 16), b
                             f"split K the same way in both inputs, e.g. {example}.")
     b_n = b0 if transpose_b else b1
     dev = (a0, a1, b_n)
-    repeat = _repeat("MatMul", strategy, dev, device_num)
-    shift = 1 if repeat > 1 else 0
     names = ("a0", "a1=b1" if transpose_b else "a1=b0", "b0" if transpose_b else "b1")
-    if repeat > 1:
-        dev, names = dev + (repeat,), names + ("repeat",)
+    dev, names, repeat, shift = _repeat("MatMul", strategy, dev, names, device_num)
     b_map = (0 + shift, 1 + shift) if transpose_b else (1 + shift, 0 + shift)
     tensors = (tensor_layout("A", a_shape, dev, (2 + shift, 1 + shift)),
                tensor_layout("B", b_shape, dev, b_map),
@@ -399,35 +304,9 @@ def matmul_layout(device_num: int, strategy: tuple, a_shape: tuple = (16, 16), b
                         tensors, collectives, dtype)
 
 
-def _matmul_from_layouts(device_num, dicts, a_shape, b_shape, out_shape, transpose_b, dtype) -> LayoutResult:
-    if len(dicts) != 2:
-        raise StrategyError("wrong_input_count", f"MatMul: strategy size: {len(dicts)} is not equal to "
-                            "inputs size: 2", "give one Layout per input.")
-    dev = _check_layouts("MatMul", dicts, (a_shape, b_shape), device_num)
-    a_map, b_map = tuple(dicts[0]["tensor_map"]), tuple(dicts[1]["tensor_map"])
-    k_b, n_b = (1, 0) if transpose_b else (0, 1)
-    if a_map[1] != b_map[k_b]:
-        raise StrategyError("k_split_mismatch", "The shard size of reduce_dim is not equal for input0 and "
-                            f"input1 (A's K maps to {a_map[1]}, B's K to {b_map[k_b]})",
-                            "map K of both inputs to the same alias (or 'None' for both).")
-    shared = set(_axes(a_map[0])) & set(_axes(b_map[n_b]))
-    if shared:  # MindSpore's own check skips device axis 0 (`> 0`); this one refuses any shared axis
-        raise StrategyError("m_n_share_axis", f"The device_matrix {list(dev)} axis "
-                            f"{len(dev) - 1 - min(shared)} has been shard for more than once and not "
-                            "sharding the reduce_dim for matmul.",
-                            "use different aliases for M (A) and N (B).")
-    tensors = (tensor_layout("A", a_shape, dev, a_map), tensor_layout("B", b_shape, dev, b_map),
-               tensor_layout("out", out_shape, dev, (a_map[0], b_map[n_b])))
-    k_positions = tuple(len(dev) - 1 - m for m in _axes(a_map[1]))
-    collectives = (Collective("AllReduce", "out", _groups_along(dev, k_positions)),) if k_positions else ()
-    names = tuple(dicts[0].get("alias_name") or (f"d{i}" for i in range(len(dev))))
-    return LayoutResult("MatMul", device_num, _implied_strategy(tensors[:2]), dev, names, 1, "layout",
-                        transpose_b, tensors, collectives, dtype)
-
-
 def elementwise_layout(device_num: int, strategy: tuple, shape: tuple = (16, 16), op: str = "Add",
                        dtype: str = "float32") -> LayoutResult:
-    """Plan of an element-wise op (`((2, 4),)` for ReLU, `((2, 4), (2, 4))` for Add) or Layouts.
+    """Plan of an element-wise op: strategy `((2, 4),)` for ReLU, `((2, 4), (2, 4))` for Add.
 
     Inputs all have `shape` (broadcasting is not modelled). No collective is ever needed.
     """
@@ -435,44 +314,25 @@ def elementwise_layout(device_num: int, strategy: tuple, shape: tuple = (16, 16)
     if not strategy:
         raise StrategyError("wrong_input_count", f"{op}: the strategy is empty", "give one tuple per input.")
     shape = tuple(shape)
-    shapes = (shape,) * len(strategy)
-    dicts = _layout_dicts(strategy)
-    if dicts is not None:
-        dev = _check_layouts(op, dicts, shapes, device_num)
-        tmap = tuple(dicts[0]["tensor_map"])
-        if any(tuple(d["tensor_map"]) != tmap for d in dicts):
-            raise StrategyError("elementwise_mismatch", f"{op}: invalid tensor map, the inputs_tensor_map is "
-                                f"{[d['tensor_map'] for d in dicts]}", "give every input the same layout.")
-        names = tuple(dicts[0].get("alias_name") or (f"d{i}" for i in range(len(dev))))
-        repeat, mode = 1, "layout"
-    else:
-        strategy = tuple(tuple(s) for s in strategy)
-        _check_values(op, strategy, shapes, device_num)
-        if any(s != strategy[0] for s in strategy):  # arithmetic_info.cc BaseCheckStrategy
-            raise StrategyError("elementwise_mismatch", f"{op} : Invalid strategy.",
-                                f"give every input the same strategy, e.g. {(strategy[0],) * len(strategy)}.")
-        dev, names = strategy[0], tuple(f"s{i}" for i in range(len(shape)))
-        repeat = _repeat(op, strategy, dev, device_num)
-        shift = 1 if repeat > 1 else 0
-        if repeat > 1:
-            dev, names = dev + (repeat,), names + ("repeat",)
-        tmap, mode = tuple(len(shape) - 1 - i + shift for i in range(len(shape))), "strategy"
+    strategy = tuple(tuple(s) for s in strategy)
+    _check_values(op, strategy, (shape,) * len(strategy), device_num)
+    if any(s != strategy[0] for s in strategy):  # arithmetic_info.cc BaseCheckStrategy
+        raise StrategyError("elementwise_mismatch", f"{op} : Invalid strategy.",
+                            f"give every input the same strategy, e.g. {(strategy[0],) * len(strategy)}.")
+    names = tuple(f"s{i}" for i in range(len(shape)))
+    dev, names, repeat, shift = _repeat(op, strategy, strategy[0], names, device_num)
+    tmap = tuple(len(shape) - 1 - i + shift for i in range(len(shape)))
     names_in = ("x",) if len(strategy) == 1 else tuple(f"x{i}" for i in range(len(strategy)))
     tensors = tuple(tensor_layout(n, shape, dev, tmap) for n in names_in)
     tensors += (tensor_layout("out", shape, dev, tmap),)
-    return LayoutResult(op, device_num, _implied_strategy(tensors[:-1]), dev, names, repeat, mode, False,
-                        tensors, (), dtype)
+    return LayoutResult(op, device_num, strategy, dev, names, repeat, "strategy", False, tensors, (), dtype)
 
 
 def write_strategy_file(path, layouts: dict, strategies: dict | None = None) -> Path:
     """Write {parameter name: TensorLayout} as a strategy file in MindSpore's JSON form; returns its path.
 
-    The fields are those MindSpore writes when `strategy_ckpt_config`'s save_file ends with .json
-    (strategy_checkpoint_info.cc, StrategyCheckpointInfo::to_json): current_stage, parallel_strategy_item
-    (operator -> stage and strategy; informative here), and parallel_layout_item: per parameter its
-    dev_matrix, tensor_map (-1: not split), full tensor_shape, field and the optimizer-shard step/size (0:
-    no optimizer sharding). `mindspore.parallel.build_searched_strategy` and `transform_checkpoints` read
-    a file as JSON when its name ends with .json (_parallel_serialization.py), else as protobuf.
+    The fields are those of strategy_checkpoint_info.cc StrategyCheckpointInfo::to_json (notebook 07 shows
+    them); `build_searched_strategy` and `transform_checkpoints` read JSON only from a name ending in .json.
     """
     path = Path(path)
     if path.suffix != ".json":
@@ -505,7 +365,6 @@ def read_strategy_file(path) -> dict:
 
 
 # ---------------------------------------------------------------- running a plan with numpy
-
 
 def partial_products(result: LayoutResult, A, B) -> list:
     """Each rank's local MatMul result, before the output collective (input AllGathers are applied)."""

@@ -57,35 +57,27 @@ def _draw_tensor(ax, result, t) -> None:
     ax.set_title(_title(result, t), fontsize=9)
 
 
-def draw_matmul_layout(result, ax=None):
+def draw_matmul_layout(result):
     """Draw A, B and the output (or an element-wise op's tensors) side by side; returns the Figure.
 
-    Each block is labelled with the ranks holding it. `ax` may be a sequence of one Axes per tensor.
+    Each block is labelled with the ranks holding it.
     """
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        fig, axes = plt.subplots(1, len(result.tensors), figsize=(3.6 * len(result.tensors), 3.8))
-    else:
-        axes = list(ax)
-        if len(axes) != len(result.tensors):
-            raise ValueError(f"need {len(result.tensors)} axes, got {len(axes)}")
-        fig = axes[0].figure
-    for one_ax, t in zip(axes, result.tensors):
-        _draw_tensor(one_ax, result, t)
-    fig.suptitle(f"{result.op} {result.strategy} on {result.device_num} devices, "
-                 f"device matrix {list(result.dev_matrix)}", fontsize=10)
-    fig.tight_layout()
-    return fig
+    title = f"{result.op} {result.strategy} on {result.device_num} devices, device matrix {list(result.dev_matrix)}"
+    return _draw_row(result, result.tensors, title, (3.6, 3.8))
 
 
 def draw_tensors(tensors, title: str = ""):
     """Draw TensorLayouts side by side (e.g. every parameter of a strategy file); returns the Figure."""
+    return _draw_row(None, tensors, title, (3.4, 3.4))
+
+
+def _draw_row(result, tensors, title: str, size: tuple):
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(tensors), figsize=(3.4 * len(tensors), 3.4), squeeze=False)
+    width, height = size
+    fig, axes = plt.subplots(1, len(tensors), figsize=(width * len(tensors), height), squeeze=False)
     for ax, t in zip(axes[0], tensors):
-        _draw_tensor(ax, None, t)
+        _draw_tensor(ax, result, t)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig

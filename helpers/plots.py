@@ -27,7 +27,7 @@ def plot_loss(result, title: str | None = None, path: str | Path | None = None):
     return fig
 
 
-def plot_rank_throughput(result, title: str | None = None, path: str | Path | None = None, skip: int = 1):
+def plot_rank_throughput(result, title: str | None = None, skip: int = 1):
     """Samples/s of every rank at every training step (notebook 04), from scripts/train.py's step records.
 
     The first `skip` steps (graph compilation) are left out; a dashed line marks each rank's median.
@@ -52,8 +52,6 @@ def plot_rank_throughput(result, title: str | None = None, path: str | Path | No
     ax.set_title(title or f"throughput per rank ({len(result.ranks)} ranks); dashed: median")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize="small", ncol=2)
-    if path is not None:
-        fig.savefig(path, dpi=110)
     return fig
 
 

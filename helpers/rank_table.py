@@ -148,14 +148,15 @@ def find_problems(table: object, workers: int | None = None) -> list[str]:
         if named:
             _check_string_id(problems, f"{where}.server_ip", server["server_ip"], ip=True)
         server_id = server.get("server_id")
-        if "server_id" in server and not named and isinstance(server_id, str) and server_id and \
-                not _is_ip(server_id) and "*" not in server_id:
-            problems.append(f"{where}.server_id is {server_id!r}, not an IP address: write the host's IP, or "
-                            "keep the name and give the address in server_ip (the cross-cluster form)")
-        elif "server_id" in server and (named or "*" in str(server_id)):
+        if "server_id" not in server:   # reported above as a missing key
+            pass
+        elif named or "*" in str(server_id):   # a name (the address is in server_ip), or a template's placeholder
             if not isinstance(server_id, str) or not server_id:
                 problems.append(f"{where}.server_id is {server_id!r}: a server's id is a non-empty string")
-        elif "server_id" in server:
+        elif isinstance(server_id, str) and server_id and not _is_ip(server_id):
+            problems.append(f"{where}.server_id is {server_id!r}, not an IP address: write the host's IP, or "
+                            "keep the name and give the address in server_ip (the cross-cluster form)")
+        else:
             _check_string_id(problems, f"{where}.server_id", server_id, ip=True)
         if isinstance(server_id, str):
             if server_id in seen_servers:
@@ -173,9 +174,9 @@ def find_problems(table: object, workers: int | None = None) -> list[str]:
             if not isinstance(device, dict):
                 problems.append(f"{dwhere} must be an object with device_id, device_ip, rank_id")
                 continue
-            missing = [k for k in ("device_id", "device_ip", "rank_id") if k not in device]
-            for key in missing:
-                problems.append(f"missing key '{key}' in {dwhere}: add it")
+            for key in ("device_id", "device_ip", "rank_id"):
+                if key not in device:
+                    problems.append(f"missing key '{key}' in {dwhere}: add it")
             if "device_id" in device and _check_string_id(problems, f"{dwhere}.device_id", device["device_id"]):
                 device_id = int(device["device_id"])
                 if device_id >= MAX_DEVICES_PER_SERVER:
@@ -314,7 +315,6 @@ def main(argv: list[str] | None = None) -> int:
     gen = sub.add_parser("generate", help="write a valid table: one server per --server-ip")
     gen.add_argument("--devices", type=int, default=8, help="cards per server")
     gen.add_argument("--server-ip", required=True, nargs="+", help="each server's host IP, in rank order")
-    gen.add_argument("--servers", type=int, help="how many servers (checked against --server-ip)")
     gen.add_argument("--clusters", action="store_true",
                      help="the cross-cluster form: named servers, server_ip, one cluster per server")
     gen.add_argument("--device-ips", nargs="+", help="every card's IP, server by server")
@@ -334,9 +334,6 @@ def main(argv: list[str] | None = None) -> int:
                   f"{rank_count(table)} ranks")
         elif args.command in ("generate", "merge"):
             if args.command == "generate":
-                if args.servers is not None and args.servers != len(args.server_ip):
-                    raise ValueError(f"--servers {args.servers} but {len(args.server_ip)} --server-ip given: "
-                                     "give one --server-ip per server")
                 table = generate(args.devices, args.server_ip, args.device_ips, clusters=args.clusters)
             else:
                 table = merge([load(path) for path in args.files])
@@ -348,8 +345,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(text, end="")
         else:
             table = load(args.file, args.workers)  # --workers: the whole job, as for msrun
-            ranks = local_ranks(table, args.server_id)
-            for rank_id, device_id in ranks:
+            for rank_id, device_id in local_ranks(table, args.server_id):
                 print(rank_id, device_id, rank_count(table))
     except (RankTableError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
