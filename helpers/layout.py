@@ -244,6 +244,15 @@ def _repeat(op: str, strategy: tuple, dev_matrix: tuple, names: tuple, device_nu
     return dev_matrix + (repeat,), names + ("repeat",), repeat, 1
 
 
+def _as_tuples(op: str, strategy) -> tuple:
+    """A tuple strategy as tuples; a `mindspore.parallel.Layout` (not modelled here) named as such."""
+    if not isinstance(strategy, (tuple, list)) or not all(isinstance(s, (tuple, list)) for s in strategy):
+        raise TypeError(f"{op}: give a tuple strategy, one tuple of split counts per input, such as "
+                        f"((2, 1), (1, 4)); got {type(strategy).__name__}. A mindspore.parallel.Layout is not "
+                        "modelled here: write the split counts it stands for.")
+    return tuple(tuple(s) for s in strategy)
+
+
 def _check_device_num(device_num: int) -> None:
     if not isinstance(device_num, int) or device_num < 1:
         raise ValueError(f"device_num must be a positive int, got {device_num!r}")
@@ -266,7 +275,7 @@ def matmul_layout(device_num: int, strategy: tuple, a_shape: tuple = (16, 16), b
                          f"got {a_shape} and {b_shape}")
     n_axis = 0 if transpose_b else 1
     out_shape = (a_shape[0], b_shape[n_axis])
-    strategy = tuple(tuple(s) for s in strategy)
+    strategy = _as_tuples("MatMul", strategy)
     _check_values("MatMul", strategy, (a_shape, b_shape), device_num)
     (a0, a1), (b0, b1) = strategy
 
@@ -314,7 +323,7 @@ def elementwise_layout(device_num: int, strategy: tuple, shape: tuple = (16, 16)
     if not strategy:
         raise StrategyError("wrong_input_count", f"{op}: the strategy is empty", "give one tuple per input.")
     shape = tuple(shape)
-    strategy = tuple(tuple(s) for s in strategy)
+    strategy = _as_tuples(op, strategy)
     _check_values(op, strategy, (shape,) * len(strategy), device_num)
     if any(s != strategy[0] for s in strategy):  # arithmetic_info.cc BaseCheckStrategy
         raise StrategyError("elementwise_mismatch", f"{op} : Invalid strategy.",

@@ -302,3 +302,12 @@ def test_transform_checkpoints_merges_slices_cut_by_the_written_layouts(tmp_path
     ms.transform_checkpoints(str(tmp_path / "src"), str(tmp_path / "dst"), "full_", str(strategy), None)
     merged = ms.load_checkpoint(str(tmp_path / "dst" / "rank_0" / "full_0.ckpt"))
     assert all(np.array_equal(merged[n].asnumpy(), full[n]) for n in layouts)
+
+
+def test_a_layout_object_is_named_not_a_bare_type_error():
+    class Layout:  # stands in for mindspore.parallel.Layout: anything that is not tuples of split counts
+        pass
+
+    for plan in (lambda: matmul_layout(4, Layout()), lambda: elementwise_layout(4, (Layout(),))):
+        with pytest.raises(TypeError, match="give a tuple strategy.*Layout is not modelled"):
+            plan()
