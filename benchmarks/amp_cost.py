@@ -8,8 +8,8 @@ Builds one training network per level with `ms.build_train_network` (the functio
 O2/O3 get `FixedLossScaleManager(1024, drop_overflow_update=False)` and an optimizer with the same
 loss_scale: the only loss scaling MindSpore accepts on CPU (notebook 05, section 2.3). It also times a
 bare MatMul in float32 and float16 to show where the cost comes from. The process is pinned to one core
-with 1 kernel thread so the figures are per core. The networks are defined here (notebook 05 and its
-scripts/amp_train.py define their own).
+with 1 kernel thread so the figures are per core. The MLP and SimpleNet are defined here, the conv net
+and pin_to_core come from benchmarks/nets.py (notebook 05 and its scripts/amp_train.py define their own).
 """
 
 from __future__ import annotations
@@ -27,17 +27,9 @@ os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")  # oneDNN's fast conv kernel
 import mindspore as ms  # noqa: E402  (after the oneDNN setting)
 import numpy as np  # noqa: E402
 from mindspore import nn, ops  # noqa: E402
+from nets import SmallConvNet, pin_to_core  # noqa: E402  (benchmarks/nets.py, beside this file)
 
 LEVELS = ("O0", "O1", "O2", "O3")
-
-
-def pin_to_core(core: int) -> None:
-    """Pin every thread of this process (and so every thread it starts later) to one CPU core."""
-    for tid in (int(t) for t in os.listdir("/proc/self/task")):
-        try:
-            os.sched_setaffinity(tid, {core})
-        except OSError:  # a thread that has just exited
-            pass
 
 
 class MLP(nn.Cell):
@@ -49,21 +41,6 @@ class MLP(nn.Cell):
 
     def construct(self, x):
         return self.fc2(self.relu(self.fc1(x)))
-
-
-class SmallConvNet(nn.Cell):
-    """Two 3x3 convolutions on 3x32x32 inputs: compute-heavy, ~10 k parameters."""
-
-    def __init__(self, channels=32):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, channels, 3, pad_mode="same")
-        self.conv2 = nn.Conv2d(channels, channels, 3, pad_mode="same")
-        self.relu, self.pool, self.flatten = nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten()
-        self.fc = nn.Dense(channels, 10)
-
-    def construct(self, x):
-        x = self.relu(self.conv2(self.relu(self.conv1(x))))
-        return self.fc(self.flatten(self.pool(x)))
 
 
 class SimpleNet(nn.Cell):
