@@ -13,6 +13,7 @@ from importlib import import_module
 _EXPORTS = {
     "launch": "helpers.launcher",
     "RunResult": "helpers.launcher",
+    "show_table": "helpers.launcher",
     "detect_device": "helpers.device",
     "default_workers": "helpers.device",
 }

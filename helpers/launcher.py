@@ -63,6 +63,24 @@ def live_processes(run_dir: str | os.PathLike) -> list[int]:
     return pids
 
 
+def html_table(rows: list[dict]) -> str:
+    """A list of dicts as an HTML table, columns from the first row: it does not wrap like fixed-width text."""
+    if not rows:
+        return "<p>(no rows)</p>"
+    columns = list(rows[0])
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(row.get(c, '')))}</td>" for c in columns) + "</tr>"
+                   for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def show_table(rows: list[dict]):
+    """`html_table(rows)` for a notebook cell (IPython.display.HTML). Introduced in notebook 01."""
+    from IPython.display import HTML
+
+    return HTML(html_table(rows))
+
+
 @dataclass
 class RunResult:
     """What one launch produced. `metrics[rank]` holds that rank's metrics.jsonl records; `log_tail`
@@ -125,12 +143,7 @@ class RunResult:
         """What Jupyter shows for a RunResult: the outcome, then one row per rank (no raw logs)."""
         head = html.escape(repr(self))
         rows = self.summary_rows() if any(self.losses(r) for r in self.ranks) else []
-        if not rows:
-            return f"<p><code>{head}</code></p>"
-        cells = "".join(f"<th>{html.escape(k)}</th>" for k in rows[0])
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row.values()) + "</tr>"
-                       for row in rows)
-        return f"<p><code>{head}</code></p><table><tr>{cells}</tr>{body}</table>"
+        return f"<p><code>{head}</code></p>" + (html_table(rows) if rows else "")
 
     def summary(self) -> str:
         """A plain-text table of `summary_rows()` plus the wall time."""

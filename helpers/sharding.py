@@ -1,13 +1,12 @@
-"""Plumbing for notebook 03 (data sharding): read what its probe wrote, draw shard maps, show tables.
+"""Plumbing for notebook 03 (data sharding): read what its probe wrote, draw shard maps.
 
 The lesson itself (building shards, the padding arithmetic, the checks) is in the notebook; the
-script its ranks run is the notebook's `%%writefile scripts/shard_probe.py` cell. Matplotlib and
-IPython are imported inside the functions, so importing this module is cheap.
+script its ranks run is the notebook's `%%writefile scripts/shard_probe.py` cell. Matplotlib is
+imported inside the functions, so importing this module is cheap.
 """
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,19 +22,6 @@ def read_probe(run_dir: str | Path) -> dict[int, dict]:
     for path in Path(run_dir).glob(f"rank_*/{IDS_FILE}"):
         records[int(path.parent.name.split("_")[1])] = json.loads(path.read_text(encoding="utf-8"))
     return dict(sorted(records.items()))
-
-
-def table(rows: Sequence[dict]):
-    """A list of dicts as an HTML table (IPython.display.HTML): it does not wrap like fixed-width text."""
-    from IPython.display import HTML
-
-    if not rows:
-        return HTML("<p>(no rows)</p>")
-    columns = list(rows[0])
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(row.get(c, '')))}</td>" for c in columns) + "</tr>"
-                   for row in rows)
-    return HTML(f"<table><tr>{head}</tr>{body}</table>")
 
 
 def read_counts(shards: Sequence[Sequence[int]], num_samples: int) -> np.ndarray:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers import launch
-from helpers.launcher import LAUNCH_SH, PROJECT_ROOT, live_processes
+from helpers.launcher import LAUNCH_SH, PROJECT_ROOT, live_processes, show_table
 
 JOB = Path(__file__).with_name("step_job.py")  # a small plain-MindSpore job with real AllReduces
 
@@ -182,3 +182,10 @@ def test_bad_multi_node_options_are_named(args, message, tmp_path):
     result = run_sh("--dry-run", *args, "--log-dir", str(tmp_path / "m"), str(JOB))
     assert result.returncode == 2
     assert message in result.stderr
+
+
+def test_table_is_escaped_html():
+    html = show_table([{"a": 1, "b": "<x>"}, {"a": 22}]).data
+    assert html.startswith("<table>") and "<th>a</th><th>b</th>" in html
+    assert "&lt;x&gt;" in html and "<td>22</td><td></td>" in html
+    assert "no rows" in show_table([]).data

@@ -1,8 +1,8 @@
-"""helpers.sharding: notebook 03's plumbing (reading the probe's files, tables, shard maps)."""
+"""helpers.sharding: notebook 03's plumbing (reading the probe's files, shard maps)."""
 
 import json
 
-from helpers.sharding import plot_shard_maps, read_counts, read_probe, table
+from helpers.sharding import plot_shard_maps, read_counts, read_probe
 
 
 def test_read_probe_returns_ranks_in_order(tmp_path):
@@ -19,13 +19,6 @@ def test_read_counts():
     shards = [[0, 1, 2], [2, 3, 3]]
     assert read_counts(shards, 5).tolist() == [[1, 1, 1, 0, 0], [0, 0, 1, 2, 0]]
     assert read_counts([[]], 2).tolist() == [[0, 0]]
-
-
-def test_table_is_escaped_html():
-    html = table([{"a": 1, "b": "<x>"}, {"a": 22}]).data
-    assert html.startswith("<table>") and "<th>a</th><th>b</th>" in html
-    assert "&lt;x&gt;" in html and "<td>22</td><td></td>" in html
-    assert "no rows" in table([]).data
 
 
 def test_plots_draw_small_and_large_maps():
