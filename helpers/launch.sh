@@ -158,6 +158,13 @@ if [[ "$DEVICE" == CPU ]]; then
     # step ran as fast as with it (0.78 vs 0.77 ms, MindSpore 2.10).
     read -r -a CORES <<< "$("$PYTHON" -c 'import os; print(*sorted(os.sched_getaffinity(0)))')"
     command -v taskset > /dev/null && PIN=(taskset -c)
+    # Every process of the job (this launcher's children inherit it) runs SCHED_BATCH: a thread that
+    # wakes up no longer preempts the one running on its core. Ranks share cores here, and MindSpore
+    # 2.10 can crash at exit when they do: leaving the cluster, the main thread, woken by the
+    # scheduler's reply, overtakes its own receive thread and deletes the connection that thread is
+    # still reading (SIGSEGV in TCPComm::ReadCallBack; README, troubleshooting). Jobs also run about
+    # twice as fast so (benchmarks/RESULTS.md, section 6).
+    command -v chrt > /dev/null && chrt --batch --pid 0 $$
 fi
 pin_prefix() {  # pin_prefix K: the command prefix that pins rank K (nothing on Ascend)
     (( ${#PIN[@]} )) && echo "${PIN[*]} ${CORES[$(( $1 % ${#CORES[@]} ))]}"

@@ -32,7 +32,8 @@ rank, world = get_rank(), get_group_size()
 out = Path(os.environ.get("TUTORIAL_RUN_DIR", ".")) / f"rank_{rank}"
 out.mkdir(parents=True, exist_ok=True)
 (out / "launch.json").write_text(json.dumps({"env": launch_vars, "argv": extra, "rank": rank, "world": world,
-                                             "cpu_affinity": sorted(os.sched_getaffinity(0))}))
+                                             "cpu_affinity": sorted(os.sched_getaffinity(0)),
+                                             "sched_batch": os.sched_getscheduler(0) == os.SCHED_BATCH}))
 allreduce = ops.AllReduce()
 for step in range(1, args.steps + 1):
     total = float(allreduce(ms.Tensor(np.ones(4, np.float32))).asnumpy()[0])
