@@ -5,7 +5,8 @@ against the same launcher without its `chrt --batch` line (the default policy), 
 
 Each round runs, in turn, both launchers at each worker count with notebook 04's scripts/train.py (taken
 from the notebook's %%writefile cell, its default arguments). One JSON line per run goes to --out: wall
-seconds, the exit code, ranks that died of SIGSEGV, the weights sha rank 0 printed, the load average.
+seconds, the exit code, the ranks that died of SIGSEGV (as the launcher reports them), the weights sha
+rank 0 printed, the load average.
 The summary prints medians over rounds and batch/default per round.
 """
 
@@ -24,6 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from helpers.joblog import failed_ranks  # noqa: E402  (the launcher's own report of which rank died how)
+
 CHRT_LINE = re.compile(r"^\s*command -v chrt .*chrt --batch.*\n", re.M)
 
 
@@ -44,7 +47,7 @@ def run(launcher: Path, workers: int, script: Path, run_dir: Path) -> dict:
                            "--log-dir", str(run_dir), str(script)], env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
     sha = re.search(r"\[rank 0\] done: .*weights sha\w* (\w+)", done.stdout + done.stderr)
-    segv = [log.name for log in sorted(run_dir.glob("worker_*.log")) if "Segmentation fault" in log.read_text()]
+    segv = [rank for rank, why in failed_ranks(run_dir).items() if "signal 11" in why]
     return {"wall_s": round(wall, 2), "rc": done.returncode, "segv": segv, "sha": sha and sha.group(1),
             "load1": os.getloadavg()[0]}
 
@@ -85,9 +88,10 @@ def main() -> None:
                     for policy, launcher in launchers.items():
                         record = {"round": round_no, "workers": workers, "policy": policy,
                                   **run(launcher, workers, script, tmp / f"{policy}-{workers}-r{round_no}")}
-                        print(json.dumps(record), flush=True)
+                        line = json.dumps(record)
+                        print(line, flush=True)
                         with out.open("a") as f:
-                            f.write(json.dumps(record) + "\n")
+                            f.write(line + "\n")
     summary([json.loads(line) for line in out.read_text().splitlines()])
 
 
