@@ -1,8 +1,9 @@
 """The worker scripts the notebooks show in full: read them back out of the notebooks.
 
 Every process the series launches runs a script that its notebook writes with a `%%writefile
-scripts/NAME.py` cell. `make demo`, the tests and the benchmarks take the same scripts from the
-notebooks, so each script has exactly one source: the cell a reader sees.
+scripts/NAME.py` cell, continued by `%%writefile -a scripts/NAME.py` cells. `make demo`, the tests and
+the benchmarks take the same scripts from the notebooks, so each script has exactly one source: the
+cells a reader sees.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
 def notebook_scripts(notebook: str | Path) -> dict[str, str]:
-    """{path written (relative to notebooks/): source} for every `%%writefile` cell of `notebook`."""
+    """{path written (relative to notebooks/): source} of every script `notebook` writes, its `%%writefile -a`
+    pieces appended in order, as IPython does."""
     path = Path(notebook)
     if not path.is_absolute() and not path.exists():
         path = NOTEBOOKS / path
@@ -23,7 +25,13 @@ def notebook_scripts(notebook: str | Path) -> dict[str, str]:
         source = "".join(cell["source"])
         if cell["cell_type"] == "code" and source.startswith("%%writefile "):
             first, _, body = source.partition("\n")
-            scripts[first.split()[-1]] = body if body.endswith("\n") else body + "\n"
+            name, body = first.split()[-1], body if body.endswith("\n") else body + "\n"
+            if first.split()[1] in ("-a", "--append"):
+                if name not in scripts:
+                    raise ValueError(f"{path.name} appends to {name} before writing it")
+                scripts[name] += body
+            else:
+                scripts[name] = body
     return scripts
 
 

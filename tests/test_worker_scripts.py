@@ -6,6 +6,7 @@ launcher) with 2 CPU workers, in an empty folder, as a reader would run it by ha
 """
 
 import ast
+import json
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers.ports import free_port
-from helpers.scripts import all_scripts
+from helpers.scripts import all_scripts, notebook_scripts
 
 SCRIPTS = all_scripts()
 ALLOWED_TOP_LEVEL = {"mindspore", "numpy"} | set(sys.stdlib_module_names)
@@ -34,6 +35,20 @@ def imported_modules(source: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
             modules.add(node.module.split(".")[0])
     return modules
+
+
+def test_a_script_written_in_pieces_is_read_back_whole(tmp_path):
+    def cell(source):
+        return {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": source}
+
+    notebook = tmp_path / "nb.ipynb"
+    pieces = ["%%writefile scripts/a.py\nx = 1", "print('prose cells and other code are skipped')",
+              "%%writefile -a scripts/a.py\n\n\ny = 2\n", "%%writefile scripts/b.py\nz = 3"]
+    notebook.write_text(json.dumps({"cells": [cell(p) for p in pieces]}), encoding="utf-8")
+    assert notebook_scripts(notebook) == {"scripts/a.py": "x = 1\n\n\ny = 2\n", "scripts/b.py": "z = 3\n"}
+    notebook.write_text(json.dumps({"cells": [cell("%%writefile -a scripts/c.py\nx = 1")]}), encoding="utf-8")
+    with pytest.raises(ValueError, match="appends to scripts/c.py before writing it"):
+        notebook_scripts(notebook)
 
 
 def test_the_notebooks_show_their_scripts():
