@@ -31,7 +31,8 @@ Options:
   --rank-table FILE   the rank table for --startup ranktable (validated before anything starts)
   --server-id ID      which server of a multi-server rank table this node is (its server_id or server_ip)
   --log-dir DIR       run folder for logs and metrics (default: runs/job-<time>-<pid>).
-                      A folder that already holds a run is never overwritten: DIR-2, DIR-3... is used.
+                      A folder that already holds a run is never overwritten: DIR-2, DIR-3... is used,
+                      and of two launches started together, each claims a folder of its own.
   --port P            scheduler port on 127.0.0.1 (default: a free one); a busy port is an error
   --timeout S         seconds the cluster may take to form, msrun's --cluster_time_out (default 60)
   --hang-timeout S    stop the job when no rank wrote anything (log, metrics) for S seconds
@@ -132,12 +133,35 @@ fi
 # The run folder: a new one per launch; never reuse a folder that already holds a run.
 [[ -n "$LOG_DIR" ]] || LOG_DIR="$PROJECT/runs/job-$(date +%Y%m%d-%H%M%S)-$$"
 [[ "$LOG_DIR" == /* ]] || LOG_DIR="$PWD/$LOG_DIR"
-if [[ -d "$LOG_DIR" && -n "$(ls -A "$LOG_DIR" 2>/dev/null)" ]]; then
-    n=2; while [[ -e "$LOG_DIR-$n" ]]; do n=$((n + 1)); done
-    echo "launch.sh: $LOG_DIR already holds a run; writing to $LOG_DIR-$n instead" >&2
-    LOG_DIR="$LOG_DIR-$n"
+existing() {  # existing PATH: PATH, or its nearest parent that exists
+    local d="$1"
+    while [[ ! -e "$d" && "$d" != / ]]; do d="$(dirname "$d")"; done
+    echo "$d"
+}
+free_bytes() { df -P -B1 "$(existing "$1")" 2>/dev/null | awk 'NR == 2 { print $4 }'; }   # bytes free there
+disk_is_full() {  # true, after saying so in one line, when under 1 MiB is free where the run folder lives
+    local where free; where="$(existing "$LOG_DIR")"; free="$(free_bytes "$where")"
+    [[ -n "$free" ]] && (( free < 1048576 )) || return 1
+    echo "launch.sh: the run folder's filesystem is full: $free bytes free under $LOG_DIR" \
+         "(filesystem mounted on $(df -P "$where" 2>/dev/null | awk 'NR == 2 { print $6 }'))" >&2
+}
+claim_run_dir() {  # claim_run_dir DIR: make DIR this launch's own; fails if DIR already holds a run or is claimed
+    mkdir -p "$1" 2>/dev/null || return 1
+    [[ -z "$(ls -A "$1" 2>/dev/null)" ]] || return 1
+    ( set -o noclobber; echo "$$" > "$1/.launch.claim" ) 2>/dev/null   # O_EXCL: of two launches, one wins
+}
+WANTED="$LOG_DIR" n=2
+if (( DRY_RUN )); then   # the folder a real launch would use; nothing is created
+    while [[ -n "$(ls -A "$LOG_DIR" 2>/dev/null)" ]]; do LOG_DIR="$WANTED-$n"; n=$((n + 1)); done
+else
+    [[ "$(free_bytes "$LOG_DIR")" != 0 ]] \
+        || die "the run folder's filesystem is full: 0 bytes free under $LOG_DIR; free some space or give --log-dir elsewhere"
+    until claim_run_dir "$LOG_DIR"; do
+        [[ -d "$LOG_DIR" ]] || { disk_is_full; die "cannot create the run folder $LOG_DIR"; }
+        LOG_DIR="$WANTED-$n"; n=$((n + 1))
+    done
 fi
-(( DRY_RUN )) || mkdir -p "$LOG_DIR" || die "cannot create the run folder $LOG_DIR"
+[[ "$LOG_DIR" == "$WANTED" ]] || echo "launch.sh: $WANTED already holds a run; writing to $LOG_DIR instead" >&2
 
 # Heartbeat every 1 s instead of MindSpore's 3-5 s: a worker learns that the cluster has formed only
 # from a heartbeat reply, and its exit joins the heartbeat thread, so both waits shrink by up to 4 s
@@ -222,6 +246,7 @@ finish_job() {  # finish_job RC: stop what is left of the job; on failure, name 
     stop_job
     if [[ $1 -ne 0 ]]; then
         echo "launch.sh: the job failed (exit code $1). Logs: $LOG_DIR" >&2
+        disk_is_full   # a full disk first: the ranks' own tracebacks may not have reached their logs
         "$PYTHON" -m helpers.joblog "$LOG_DIR" >&2
     fi
     return "$1"
