@@ -25,7 +25,8 @@ Options:
                       plus N workers, started by this launcher directly with the environment msrun gives
                       them (MS_ROLE, MS_SCHED_HOST, MS_SCHED_PORT, MS_WORKER_NUM, RANK_ID, ...).
                       msrun: the same cluster, started through msrun.
-                      On CPU both pin rank k to one core (k modulo the cores), as msrun --bind_core does.
+                      On CPU the dynamic startup pins rank k to one core (k modulo the cores, taskset);
+                      msrun --bind_core splits the cores evenly, and binds none with fewer cores than ranks.
                       ranktable: Ascend only; one process per card with RANK_TABLE_FILE, RANK_ID,
                       DEVICE_ID and RANK_SIZE set, each in its own folder RUN/rank_<k>/.
   --rank-table FILE   the rank table for --startup ranktable (validated before anything starts)
@@ -177,8 +178,8 @@ if [[ "$DEVICE" == CPU ]]; then
     # MindSpore's bundled oneDNN picks a ~30x slower NCHW fp32 conv kernel on AVX-512 CPUs (0.7-1.1 s
     # per conv instead of 8-16 ms, measured with MindSpore 2.10's oneDNN 3.10): cap it at AVX2.
     export ONEDNN_MAX_CPU_ISA="${ONEDNN_MAX_CPU_ISA:-AVX2}"
-    # Ranks sharing every core fight over them (benchmarks/RESULTS.md, scaling); one core each is what
-    # msrun --bind_core does. Pinned from the start, MindSpore needs no threads_num(1): a small training
+    # Ranks sharing every core fight over them (benchmarks/RESULTS.md, scaling): one core each (msrun
+    # --bind_core instead splits the cores evenly, and binds none with fewer cores than ranks). Pinned from the start, MindSpore needs no threads_num(1): a small training
     # step ran as fast as with it (0.78 vs 0.77 ms, MindSpore 2.10).
     read -r -a CORES <<< "$("$PYTHON" -c 'import os; print(*sorted(os.sched_getaffinity(0)))')"
     command -v taskset > /dev/null && PIN=(taskset -c)
@@ -348,7 +349,8 @@ run_msrun() {
                --master_addr="$MASTER_ADDR" --master_port="$PORT" --log_dir="$LOG_DIR" --join=True
                --cluster_time_out="$TIMEOUT" --tail_worker_log=0)
     [[ -n "$NODE_RANK" ]] && cmd+=(--node_rank="$NODE_RANK")
-    (( ${#PIN[@]} )) && cmd+=(--bind_core=True)   # rank k on core k, as the dynamic startup pins
+    # msrun --bind_core: cores split evenly over the workers (taskset -c); none bound with fewer cores than workers
+    (( ${#PIN[@]} )) && cmd+=(--bind_core=True)
     cmd+=("${SCRIPT_CMD[@]}")
     if [[ $DRY_RUN -eq 1 ]]; then
         echo "# msrun startup, node ${NODE_RANK:-0}: $LOCAL_WORKERS of $WORKERS workers on $DEVICE, logs in $LOG_DIR"

@@ -6,20 +6,30 @@ A rank table tells HCCL which card on which server holds which rank:
      "server_list": [{"server_id": "10.0.0.1", "host_nic_ip": "reserve",
                       "device": [{"device_id": "0", "device_ip": "192.0.2.1", "rank_id": "0"}, ...]}]}
 
-Every id is a string. Rank ids are 0..N-1, unique, and numbered in server order. The cross-cluster
-form of MindSpore's rank-table tutorial names each server (`server_id`), gives its address in
-`server_ip`, and groups servers into clusters with a top-level `cluster_list`:
+Every id is a string. Rank ids are 0..N-1 and unique. With several servers, MindSpore's rank-table
+tutorial (tutorials/source_en/parallel/rank_table.md, "Multi-Machine Multi-Card") requires "that the
+order of rank_id is consistent with the dictionary order of server_id": sort the servers by their
+server_id as strings, and each one holds higher rank ids than every server before it. As strings,
+"192.0.2.10" sorts before "192.0.2.9". A table that breaks it raises RankOrderError.
 
-    "server_list": [{"server_id": "server_0", "server_ip": "10.0.0.1", "device": [...]}, ...],
+The cross-cluster form of the same tutorial ("Cross Cluster") names each server (`server_id`), gives
+its address in `server_ip`, adds to each card its `dpu_ip` (the card's virtual IP in the tenant VPC,
+used across clusters) and `numa_id` (the card's NUMA-affine CPU cores; "" in the tutorial's example),
+and groups servers into clusters with a top-level `cluster_list`:
+
+    "server_list": [{"server_id": "server_0", "server_ip": "10.0.0.1",
+                     "device": [{..., "dpu_ip": "203.0.113.1", "numa_id": ""}, ...]}, ...],
     "cluster_list": [{"cluster_id": "cluster_0", "network_type": "ROCE", "az_id": "az_0",
                       "server_list": [{"server_id": "server_0"}]}, ...]
 
-The rules are those of the tutorial's field descriptions (HCCL, which reads the table, is closed
-source; MindSpore 2.10 itself reads only `server_list[].pod_ip` and `device[].rank_id`/`device_ip`).
+The tutorial says HCCL does not communicate across clusters; MindSpore's own library does, and
+MindSpore 2.10's Ascend collective library (lib/plugin/ascend/libd_collective.so) holds the field
+names cluster_list, server_list, server_id, server_ip and rank_id. The rules here are those of the
+tutorial's field descriptions.
 
     python -m helpers.rank_table validate FILE [--workers N]
-    python -m helpers.rank_table generate --devices 8 --server-ip IP [IP ...] [--clusters] [-o FILE]
-    python -m helpers.rank_table merge NODE0.json NODE1.json [-o FILE]   # one table, servers in this order
+    python -m helpers.rank_table generate --devices 8 --server-ip IP [IP ...] [--clusters] [--sort] [-o FILE]
+    python -m helpers.rank_table merge NODE0.json NODE1.json [--sort] [-o FILE]   # ranks in this server order
     python -m helpers.rank_table local FILE [--server-id ID]     # "rank_id device_id" per local card
 """
 
@@ -43,6 +53,51 @@ class RankTableError(ValueError):
         self.problems = problems
         lines = "\n".join(f"  - {p}" for p in problems)
         super().__init__(f"invalid rank table {source}:\n{lines}")
+
+
+# The rule of MindSpore's rank-table tutorial for multi-server tables; every message that breaks it starts so.
+ORDER_RULE = "rank ids must follow the dictionary order of server_id"
+
+
+class RankOrderError(RankTableError):
+    """A multi-server table whose rank ids do not follow the dictionary order of server_id (the tutorial's rule)."""
+
+
+def _error(source: str, problems: list[str]) -> RankTableError:
+    """RankOrderError when the order rule is among the problems, else RankTableError."""
+    cls = RankOrderError if any(p.startswith(ORDER_RULE) for p in problems) else RankTableError
+    return cls(source, problems)
+
+
+def _span(ranks: list[int]) -> str:
+    """'8-11' for a contiguous run of rank ids, else the list."""
+    ranks = sorted(ranks)
+    if len(ranks) > 1 and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"{ranks[0]}-{ranks[-1]}"
+    return ", ".join(map(str, ranks))
+
+
+def order_problem(server_ranks: list[tuple[str, list[int]]]) -> str | None:
+    """The tutorial's rule for [(server_id, its rank ids)], with rank ids 0..N-1 each used once.
+
+    Sorted by server_id as strings, each server must hold higher rank ids than every server before it.
+    Returns None when it holds, else one message: the first server that breaks it, its ranks, the server
+    sorting before it that holds higher ones, and the numbering expected.
+    """
+    ordered = sorted(server_ranks, key=lambda item: item[0])
+    for k, (server_id, ranks) in enumerate(ordered):
+        higher = [(other, other_ranks) for other, other_ranks in ordered[:k] if max(other_ranks) > min(ranks)]
+        if higher:
+            other, other_ranks = higher[0]
+            expected, first = [], 0
+            for sid, rs in ordered:
+                expected.append(f"{sid!r} ranks {_span(list(range(first, first + len(rs))))}")
+                first += len(rs)
+            return (f"{ORDER_RULE} (MindSpore's rank-table tutorial; compared as strings, so \"10.0.0.10\" sorts "
+                    f"before \"10.0.0.9\"): server {server_id!r} holds ranks {_span(ranks)}, but {other!r}, which "
+                    f"sorts before it, holds ranks {_span(other_ranks)}. Expected: {'; '.join(expected)}. "
+                    "Fix: list the servers in that order, or let merge/generate do it (--sort, sort=True)")
+    return None
 
 
 def _is_ip(value: object) -> bool:
@@ -105,6 +160,20 @@ def _check_clusters(problems: list[str], clusters: object, server_ids: list[str]
             problems.append(f"server {server_id!r} is in no cluster: add it to one cluster's server_list")
 
 
+def _check_cross_cluster_device(problems: list[str], where: str, device: dict) -> None:
+    """dpu_ip (an IP) and numa_id (a string: "" as in the tutorial's example, or the NUMA node's id)."""
+    if "dpu_ip" not in device:
+        problems.append(f"missing key 'dpu_ip' in {where}: the cross-cluster form gives each card its virtual IP "
+                        "in the tenant VPC (MindSpore's rank-table tutorial, Cross Cluster)")
+    else:
+        _check_string_id(problems, f"{where}.dpu_ip", device["dpu_ip"], ip=True)
+    if "numa_id" not in device:
+        problems.append(f"missing key 'numa_id' in {where}: the card's NUMA-affine CPU cores, \"\" when unknown "
+                        "(as in the tutorial's example)")
+    elif not isinstance(device["numa_id"], str) or (device["numa_id"] and not device["numa_id"].isdigit()):
+        problems.append(f"{where}.numa_id is {device['numa_id']!r}: write \"\" or a NUMA node id as a string")
+
+
 def find_problems(table: object, workers: int | None = None) -> list[str]:
     """Every problem in `table` (parsed JSON), each naming its field and the fix. Empty when valid.
 
@@ -135,6 +204,7 @@ def find_problems(table: object, workers: int | None = None) -> list[str]:
             problems.append(f"server_count is \"{table['server_count']}\" but server_list has {len(servers)} "
                             f"server(s): set server_count to \"{len(servers)}\"")
     ranks_in_order: list[int] = []
+    server_ranks: list[tuple[str, list[int]]] = []   # (server_id, its rank ids) for the order rule
     seen_servers: set[str] = set()
     for s, server in enumerate(servers or []):
         where = f"server_list[{s}]"
@@ -169,6 +239,7 @@ def find_problems(table: object, workers: int | None = None) -> list[str]:
         if len(devices or []) > MAX_DEVICES_PER_SERVER:
             problems.append(f"{where} lists {len(devices)} cards: a node has at most {MAX_DEVICES_PER_SERVER}")
         seen_devices: set[int] = set()
+        server_ranks.append((server_id if isinstance(server_id, str) else str(server_id), []))
         for d, device in enumerate(devices or []):
             dwhere = f"{where}.device[{d}]"
             if not isinstance(device, dict):
@@ -189,6 +260,9 @@ def find_problems(table: object, workers: int | None = None) -> list[str]:
                 _check_string_id(problems, f"{dwhere}.device_ip", device["device_ip"], ip=True)
             if "rank_id" in device and _check_string_id(problems, f"{dwhere}.rank_id", device["rank_id"]):
                 ranks_in_order.append(int(device["rank_id"]))
+                server_ranks[-1][1].append(int(device["rank_id"]))
+            if named:   # the cross-cluster form: each card also has its dpu_ip and numa_id
+                _check_cross_cluster_device(problems, dwhere, device)
     if "cluster_list" in table:
         _check_clusters(problems, table["cluster_list"], [s.get("server_id") for s in servers or []
                                                           if isinstance(s, dict)])
@@ -199,9 +273,10 @@ def find_problems(table: object, workers: int | None = None) -> list[str]:
         elif sorted(ranks_in_order) != list(range(len(ranks_in_order))):
             problems.append(f"rank ids {sorted(ranks_in_order)} are not contiguous: number the cards "
                             f"0..{len(ranks_in_order) - 1}")
-        elif ranks_in_order != sorted(ranks_in_order):
-            problems.append("rank ids do not follow server order: the first server holds the lowest ranks, "
-                            "then the next server, and so on")
+        else:
+            order = order_problem([(sid, ranks) for sid, ranks in server_ranks if ranks])
+            if order:
+                problems.append(order)
     if workers is not None and not problems and workers != len(ranks_in_order):
         problems.append(f"the table has {len(ranks_in_order)} ranks but the job asks for {workers} workers: "
                         f"use --workers {len(ranks_in_order)} or a table with {workers} cards")
@@ -222,7 +297,7 @@ def load(path: str | Path, workers: int | None = None) -> dict:
             from None
     problems = find_problems(table, workers)
     if problems:
-        raise RankTableError(str(path), problems)
+        raise _error(str(path), problems)
     return table
 
 
@@ -251,10 +326,14 @@ def local_ranks(table: dict, server_id: str | None = None) -> list[tuple[int, in
 
 
 def generate(devices: int, server_ip: str | list[str], device_ips: list[str] | None = None,
-             first_rank: int = 0, clusters: bool = False) -> dict:
+             first_rank: int = 0, clusters: bool = False, dpu_ips: list[str] | None = None,
+             sort: bool = False) -> dict:
     """A valid table with `devices` cards (ids 0..devices-1) on each server of `server_ip` (one or a list).
 
-    With `clusters`, the cross-cluster form: servers named server_<k>, their address in server_ip, one
+    Rank ids are numbered server by server in the order given, which must be the dictionary order of the
+    server ids (RankOrderError otherwise), or pass `sort` to put the servers in that order first. With
+    `clusters`, the cross-cluster form of MindSpore's rank-table tutorial: servers named server_<k> (zero-padded,
+    so the names sort in the order given), their address in server_ip, each card's dpu_ip and numa_id, one
     cluster per server. With `first_rank` > 0 it is one server's part of a multi-server table, to be merged.
     """
     server_ips = [server_ip] if isinstance(server_ip, str) else list(server_ip)
@@ -268,40 +347,67 @@ def generate(devices: int, server_ip: str | list[str], device_ips: list[str] | N
         device_ips = [f"198.51.100.{i + 1}" for i in range(total)]
     if len(device_ips) != total:
         raise ValueError(f"got {len(device_ips)} --device-ips for {total} cards: give one per card")
+    if dpu_ips is None:
+        # 203.0.113.0/24, another documentation range (RFC 5737): each card's VPC address across clusters.
+        dpu_ips = [f"203.0.113.{i + 1}" for i in range(total)]
+    if len(dpu_ips) != total:
+        raise ValueError(f"got {len(dpu_ips)} --dpu-ips for {total} cards: give one per card")
+    width = len(str(len(server_ips) - 1))   # server_00 .. server_10: names sort as strings in the order given
     servers = []
     for k, ip in enumerate(server_ips):
-        server = {"server_id": f"server_{k}" if clusters else ip, "host_nic_ip": "reserve",
-                  "device": [{"device_id": str(i), "device_ip": device_ips[k * devices + i],
-                              "rank_id": str(first_rank + k * devices + i)} for i in range(devices)]}
+        cards = [{"device_id": str(i), "device_ip": device_ips[k * devices + i],
+                  "rank_id": str(first_rank + k * devices + i)} for i in range(devices)]
+        if clusters:
+            for i, card in enumerate(cards):
+                card.update(dpu_ip=dpu_ips[k * devices + i], numa_id="")
+        server = {"server_id": f"server_{k:0{width}d}" if clusters else ip, "host_nic_ip": "reserve", "device": cards}
         if clusters:
             server["server_ip"] = ip
         servers.append(server)
+    if sort:
+        servers = _renumbered(sorted(servers, key=lambda server: server["server_id"]), first_rank)
     table = {"version": VERSION, "server_count": str(len(servers)), "server_list": servers, "status": STATUS}
     if clusters:
-        table["cluster_list"] = [{"cluster_id": f"cluster_{k}", "network_type": "ROCE", "az_id": f"az_{k}",
-                                  "server_list": [{"server_id": s["server_id"]}]} for k, s in enumerate(servers)]
+        table["cluster_list"] = [{"cluster_id": f"cluster_{k:0{width}d}", "network_type": "ROCE",
+                                  "az_id": f"az_{k:0{width}d}", "server_list": [{"server_id": s["server_id"]}]}
+                                 for k, s in enumerate(servers)]
     problems = find_problems(table) if first_rank == 0 else []
     if problems:
-        raise RankTableError("(generated)", problems)
+        raise _error("(generated)", problems)
     return table
 
 
-def merge(tables: list[dict]) -> dict:
-    """One table from several single- or multi-server tables, servers in the given order.
-
-    Rank ids are renumbered 0..N-1 in server order (the rule HCCL expects), whatever each part said,
-    so tables generated separately on each node combine consistently. The result is validated.
-    """
-    servers = [json.loads(json.dumps(server)) for table in tables for server in table["server_list"]]
-    rank = 0
+def _renumbered(servers: list[dict], first_rank: int = 0) -> list[dict]:
+    """Copies of `servers` with rank ids first_rank.. card by card, server by server, in list order."""
+    servers = [json.loads(json.dumps(server)) for server in servers]
+    rank = first_rank
     for server in servers:
         for device in server["device"]:
             device["rank_id"] = str(rank)
             rank += 1
-    merged = {"version": VERSION, "server_count": str(len(servers)), "server_list": servers, "status": STATUS}
+    return servers
+
+
+def merge(tables: list[dict], sort: bool = False) -> dict:
+    """One table from several single- or multi-server tables, rank ids renumbered 0..N-1 server by server.
+
+    The servers are numbered in the order given, which must be the dictionary order of their server_id
+    (MindSpore's rank-table tutorial); otherwise RankOrderError names the server and the order expected.
+    With `sort`, the servers are put in that order first. Tables generated separately on each node (each
+    saying ranks 0..7) thus combine consistently. A cross-cluster part keeps its clusters. The result is
+    validated.
+    """
+    servers = [server for table in tables for server in table["server_list"]]
+    if sort:
+        servers = sorted(servers, key=lambda server: str(server.get("server_id")))
+    merged = {"version": VERSION, "server_count": str(len(servers)), "server_list": _renumbered(servers),
+              "status": STATUS}
+    clusters = [cluster for table in tables for cluster in table.get("cluster_list", [])]
+    if clusters:
+        merged["cluster_list"] = json.loads(json.dumps(clusters))
     problems = find_problems(merged)
     if problems:
-        raise RankTableError("(merged)", problems)
+        raise _error("(merged)", problems)
     return merged
 
 
@@ -318,9 +424,14 @@ def main(argv: list[str] | None = None) -> int:
     gen.add_argument("--clusters", action="store_true",
                      help="the cross-cluster form: named servers, server_ip, one cluster per server")
     gen.add_argument("--device-ips", nargs="+", help="every card's IP, server by server")
+    gen.add_argument("--dpu-ips", nargs="+", help="with --clusters: every card's VPC IP, server by server")
+    gen.add_argument("--sort", action="store_true",
+                     help="number the servers in the dictionary order of their server_id (the rule for rank ids)")
     gen.add_argument("-o", "--output", help="file to write (default: print)")
-    join = sub.add_parser("merge", help="merge per-node tables into one, rank ids renumbered in server order")
+    join = sub.add_parser("merge", help="merge per-node tables into one, rank ids renumbered server by server")
     join.add_argument("files", nargs="+")
+    join.add_argument("--sort", action="store_true",
+                      help="number the servers in the dictionary order of their server_id, not the files' order")
     join.add_argument("-o", "--output", help="file to write (default: print)")
     local = sub.add_parser("local", help="print 'rank_id device_id' for this server's cards")
     local.add_argument("file")
@@ -334,9 +445,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"{rank_count(table)} ranks")
         elif args.command in ("generate", "merge"):
             if args.command == "generate":
-                table = generate(args.devices, args.server_ip, args.device_ips, clusters=args.clusters)
+                table = generate(args.devices, args.server_ip, args.device_ips, clusters=args.clusters,
+                                 dpu_ips=args.dpu_ips, sort=args.sort)
             else:
-                table = merge([load(path) for path in args.files])
+                table = merge([load(path) for path in args.files], sort=args.sort)
             text = json.dumps(table, indent=4) + "\n"
             if args.output:
                 Path(args.output).write_text(text, encoding="utf-8")

@@ -70,7 +70,73 @@ def test_rank_order_must_follow_servers():
         d["rank_id"] = str(int(d["rank_id"]) + 8)
     table["server_list"].append(second)
     table["server_count"] = "2"
-    assert "do not follow server order" in "\n".join(find_problems(table))
+    problems = "\n".join(find_problems(table))
+    assert "rank ids must follow the dictionary order of server_id" in problems
+    assert "server '192.0.2.11' holds ranks 0-7, but '192.0.2.10', which sorts before it, holds ranks 8-15" in problems
+    assert "Expected: '192.0.2.10' ranks 0-7; '192.0.2.11' ranks 8-15" in problems
+
+
+# MindSpore's rank-table tutorial: "the order of rank_id is consistent with the dictionary order of server_id".
+NINE_TEN_ELEVEN = [generate(4, f"192.0.2.{i}") for i in (9, 10, 11)]   # each says ranks 0-3
+
+
+def test_dictionary_order_compares_server_ids_as_strings():
+    numeric = rank_table.merge(NINE_TEN_ELEVEN, sort=True)   # "192.0.2.10" < "192.0.2.11" < "192.0.2.9"
+    assert [s["server_id"] for s in numeric["server_list"]] == ["192.0.2.10", "192.0.2.11", "192.0.2.9"]
+    assert find_problems(numeric, workers=12) == []
+    assert local_ranks(numeric, "192.0.2.9") == [(8, 0), (9, 1), (10, 2), (11, 3)]
+
+
+def test_merge_refuses_servers_out_of_dictionary_order_with_a_named_error():
+    with pytest.raises(rank_table.RankOrderError) as caught:
+        rank_table.merge(NINE_TEN_ELEVEN)   # numeric order: .9 would get ranks 0-3
+    message = str(caught.value)
+    assert "rank ids must follow the dictionary order of server_id" in message
+    assert "server '192.0.2.9' holds ranks 0-3, but '192.0.2.10', which sorts before it, holds ranks 4-7" in message
+    assert "Expected: '192.0.2.10' ranks 0-3; '192.0.2.11' ranks 4-7; '192.0.2.9' ranks 8-11" in message
+    assert isinstance(caught.value, RankTableError), "still a RankTableError for callers that catch that"
+
+
+def test_generate_refuses_or_sorts_servers_out_of_dictionary_order():
+    with pytest.raises(rank_table.RankOrderError, match="server '192.0.2.9' holds ranks 0-1"):
+        generate(2, ["192.0.2.9", "192.0.2.10"])
+    table = generate(2, ["192.0.2.9", "192.0.2.10"], sort=True)
+    assert local_ranks(table, "192.0.2.10") == [(0, 0), (1, 1)] and local_ranks(table, "192.0.2.9") == [(2, 0), (3, 1)]
+
+
+def test_the_rule_is_on_server_ids_not_on_the_files_order():
+    table = rank_table.merge(NINE_TEN_ELEVEN, sort=True)
+    table["server_list"].reverse()   # listed .9, .11, .10; each still holds the ranks its id sorts to
+    assert find_problems(table, workers=12) == []
+
+
+def test_load_and_cli_name_the_order_error(tmp_path, capsys):
+    bad = copy.deepcopy(rank_table.merge(NINE_TEN_ELEVEN, sort=True))
+    ids = [s["server_id"] for s in bad["server_list"]]
+    for server, server_id in zip(bad["server_list"], reversed(ids)):   # swap the names: .9 now holds 0-3
+        server["server_id"] = server_id
+    path = tmp_path / "bad_order.json"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(rank_table.RankOrderError):
+        load(path)
+    assert rank_table.main(["validate", str(path)]) == 1
+    assert "rank ids must follow the dictionary order of server_id" in capsys.readouterr().err
+    nodes = []
+    for i, table in enumerate(NINE_TEN_ELEVEN):
+        nodes.append(tmp_path / f"node{i}.json")
+        nodes[-1].write_text(json.dumps(table))
+    assert rank_table.main(["merge", *map(str, nodes)]) == 1
+    assert "Expected: '192.0.2.10' ranks 0-3" in capsys.readouterr().err
+    out = tmp_path / "sorted.json"
+    assert rank_table.main(["merge", "--sort", *map(str, nodes), "-o", str(out)]) == 0
+    assert local_ranks(load(out, workers=12), "192.0.2.9") == [(8, 0), (9, 1), (10, 2), (11, 3)]
+
+
+def test_cross_cluster_names_sort_in_the_order_given_past_ten_servers():
+    table = generate(1, [f"192.0.2.{i}" for i in range(1, 13)], clusters=True)
+    names = [s["server_id"] for s in table["server_list"]]
+    assert names[:3] == ["server_00", "server_01", "server_02"] and names == sorted(names)
+    assert find_problems(table, workers=12) == []
 
 
 def test_worker_count_must_match():
@@ -146,6 +212,9 @@ def test_cross_cluster_form_is_generated_and_valid():
     assert [[m["server_id"] for m in c["server_list"]] for c in CROSS["cluster_list"]] == [["server_0"], ["server_1"]]
     assert local_ranks(CROSS, "server_1") == [(8 + i, i) for i in range(8)]
     assert local_ranks(CROSS, "192.0.2.11") == local_ranks(CROSS, "server_1"), "a server is found by its address too"
+    # The tutorial's per-card fields of the cross-cluster form: dpu_ip (the card's VPC address) and numa_id.
+    assert all(set(d) == {"device_id", "device_ip", "rank_id", "dpu_ip", "numa_id"}
+               for s in CROSS["server_list"] for d in s["device"])
 
 
 def cross_after(edit):
@@ -165,6 +234,10 @@ def cross_after(edit):
     (lambda t: t["server_list"][1].update(server_id="server_0"), "server_id server_0 appears twice"),
     (lambda t: t.update(cluster_list=[]), "cluster_list must be a non-empty list"),
     (lambda t: t["cluster_list"][0].pop("cluster_id"), "cluster_list[0].cluster_id is None"),
+    (lambda t: t["server_list"][0]["device"][1].pop("dpu_ip"), "missing key 'dpu_ip' in server_list[0].device[1]"),
+    (lambda t: t["server_list"][0]["device"][1].update(dpu_ip="8.2"), "device[1].dpu_ip is '8.2', not an IP"),
+    (lambda t: t["server_list"][0]["device"][1].pop("numa_id"), "missing key 'numa_id' in server_list[0].device[1]"),
+    (lambda t: t["server_list"][0]["device"][1].update(numa_id=0), "device[1].numa_id is 0: write"),
 ])
 def test_each_malformed_cross_cluster_table_is_named(edit, expected):
     assert expected in cross_after(edit)
