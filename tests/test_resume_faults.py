@@ -90,3 +90,18 @@ def test_a_job_interrupted_mid_run_resumes_from_its_last_complete_checkpoints(tr
                     workers=2, quiet=True)
     assert result.ok, result.output
     assert [result.records(r, "resume")[0]["epoch"] for r in (0, 1)] == [min(complete)] * 2
+
+
+def test_notebook_07_names_a_slice_it_cannot_read(tmp_path):
+    script = write_script("07_checkpoints_across_strategies.ipynb", "scripts/tp_checkpoint.py", tmp_path)
+    saved = launch(script, name="test-tp-saved", workers=2, quiet=True).check()
+    copy = tmp_path / "run"
+    shutil.copytree(saved.run_dir, copy)
+    cut = next((copy / "rank_1").glob("*.ckpt"))
+    cut.chmod(0o600)
+    cut.write_bytes(cut.read_bytes()[:100])
+    result = launch(script, "--load-dir", copy, name="test-tp-load-cut", workers=2, quiet=True)
+    assert result.returncode != 0 and list(result.failed_ranks()) == [1]
+    log = (result.run_dir / "worker_1.log").read_text()
+    assert f"rank 1: cannot read {cut}: Failed to read the checkpoint file" in log
+    assert result.wall_time < 60 and live_processes(result.run_dir) == []
