@@ -179,8 +179,9 @@ if [[ "$DEVICE" == CPU ]]; then
     # per conv instead of 8-16 ms, measured with MindSpore 2.10's oneDNN 3.10): cap it at AVX2.
     export ONEDNN_MAX_CPU_ISA="${ONEDNN_MAX_CPU_ISA:-AVX2}"
     # Ranks sharing every core fight over them (benchmarks/RESULTS.md, scaling): one core each (msrun
-    # --bind_core instead splits the cores evenly, and binds none with fewer cores than ranks). Pinned from the start, MindSpore needs no threads_num(1): a small training
-    # step ran as fast as with it (0.78 vs 0.77 ms, MindSpore 2.10).
+    # --bind_core instead splits the cores evenly, and binds none with fewer cores than ranks). Pinned from
+    # the start, MindSpore needs no threads_num(1): a small training step ran as fast as with it (0.78 vs
+    # 0.77 ms, MindSpore 2.10).
     read -r -a CORES <<< "$("$PYTHON" -c 'import os; print(*sorted(os.sched_getaffinity(0)))')"
     command -v taskset > /dev/null && PIN=(taskset -c)
     # Every process of the job (this launcher's children inherit it) runs SCHED_BATCH: a thread that
