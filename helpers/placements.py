@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from helpers.layout import _axes  # the device-matrix axes one tensor-map entry names
+
 
 @dataclass(frozen=True)
 class Shard:
@@ -31,11 +33,6 @@ class Replicate:
 class Partial:
     def __str__(self) -> str:
         return "Partial()"
-
-
-def _axes(entry) -> tuple:
-    values = entry if isinstance(entry, (tuple, list)) else (entry,)
-    return tuple(v for v in values if v != -1)
 
 
 def to_placements(dev_matrix, tensor_map, partial_axes=()) -> tuple:
