@@ -42,6 +42,7 @@ def test_book_renders_outputs_folds_hidden_code_and_names_failures(tmp_path, cap
     assert len(hidden) == 2, "exactly the one collapsed cell is folded"
     assert "checked" in hidden[1].split("</details>")[0], "its code is inside the fold"
     assert "checked 2" in good_html, "its output shows"
+    assert 'href="index.html"' in good_html, "every page links back to the index"
     bad_html = (out / "02_bad.html").read_text(encoding="utf-8")
     assert "before the error" in bad_html and "RuntimeError" in bad_html, "outputs up to the error, and the error"
     index = (out / "index.html").read_text(encoding="utf-8")
