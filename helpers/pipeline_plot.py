@@ -21,6 +21,17 @@ def step_records(result, schedule: str, step: int | None = None) -> dict[int, di
     return by_rank
 
 
+def fastest_step(result, schedule: str, skip: int = 1) -> dict[int, dict]:
+    """{rank: record} of the step with the shortest span after the first `skip` (warm-up) steps.
+
+    On a shared machine it is the step least disturbed by other work; every rank's record of that step.
+    """
+    steps = sorted({r["step"] for rank in result.ranks for r in result.records(rank, "step")
+                    if r["schedule"] == schedule})
+    candidates = [step_records(result, schedule, step) for step in steps[skip:] or steps]
+    return min(candidates, key=span)
+
+
 def span(records: dict[int, dict]) -> float:
     """Seconds from the step's start to the last event of any rank."""
     return max(end for record in records.values() for _, _, _, end in record["events"])

@@ -8,6 +8,7 @@ from helpers.pipeline_plot import (
     bubble_fraction,
     busy,
     compute_order,
+    fastest_step,
     plot_timeline,
     predicted_bubble,
     span,
@@ -70,3 +71,14 @@ def test_the_timeline_draws_one_bar_per_event():
     assert len(ax.patches) == sum(len(r["events"]) for r in records.values())
     assert [t.get_text() for t in ax.get_yticklabels()] == [f"rank {r} (stage {r})" for r in range(4)]
     assert "gpipe" in ax.get_title()
+
+
+def test_fastest_step_skips_the_warm_up_and_picks_the_shortest_span():
+    def scaled(factor, step):
+        return {rank: {**rec, "step": step, "events": [[k, m, a * factor, b * factor] for k, m, a, b in rec["events"]]}
+                for rank, rec in ideal_gpipe(2, 2).items()}
+
+    steps = [scaled(0.5, 0), scaled(2.0, 1), scaled(1.0, 2), scaled(3.0, 3)]   # step 0 is fastest, but warms up
+    result = SimpleNamespace(ranks=[0, 1], records=lambda rank, kind: [s[rank] for s in steps])
+    assert {rec["step"] for rec in fastest_step(result, "gpipe").values()} == {2}
+    assert {rec["step"] for rec in fastest_step(result, "gpipe", skip=0).values()} == {0}
