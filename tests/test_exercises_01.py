@@ -8,13 +8,12 @@ a rank-table dry run.
 """
 
 import importlib.util
-import json
 import sys
 
 import pytest
 
 from helpers import rank_table
-from helpers.scripts import NOTEBOOKS, notebook_scripts
+from helpers.scripts import NOTEBOOKS, code_cell, write_script
 
 NOTEBOOK = NOTEBOOKS / "01_environment_and_communication.ipynb"
 TABLE_PATH = NOTEBOOKS.parent / "rank_table_file.json"   # the repository's 8-card table
@@ -44,11 +43,7 @@ except RuntimeError:   # the device can only be chosen once per process
 
 
 def cell(start):
-    sources = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-               if c["cell_type"] == "code"]
-    found = [source for source in sources if source.startswith(start)]
-    assert len(found) == 1, f"{NOTEBOOK.name} has {len(found)} code cells starting with {start!r}"
-    return found[0]
+    return code_cell(NOTEBOOK, start)
 
 
 class Comm:
@@ -65,8 +60,7 @@ class Comm:
 def folder(tmp_path_factory):
     """Where the cells run from: scripts/comm_check.py as the notebook writes it, for exercise 3's dry run."""
     folder = tmp_path_factory.mktemp("nb01")
-    (folder / "scripts").mkdir()
-    (folder / "scripts" / "comm_check.py").write_text(notebook_scripts(NOTEBOOK)["scripts/comm_check.py"])
+    write_script(NOTEBOOK, "scripts/comm_check.py", folder / "scripts")
     return folder
 
 

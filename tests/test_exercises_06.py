@@ -6,13 +6,12 @@ section 1's dry runs (`ascend_plan`) and section 3's two-node run (`finals`); he
 facts, which the notebook asserts, for 1, 2 and 4 ranks per "node".
 """
 
-import json
 
 import pytest
 
 from helpers import rank_table
 from helpers.layout import StrategyError
-from helpers.scripts import NOTEBOOKS
+from helpers.scripts import NOTEBOOKS, code_cell
 
 NOTEBOOK = NOTEBOOKS / "06_multi_node_and_troubleshooting.ipynb"
 CARDS_PER_NODE = 8
@@ -31,11 +30,7 @@ STUBS = {"exercise 1": ("test_numbering", "numbering"), "exercise 2": ("test_clu
 
 
 def cell(start):
-    sources = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-               if c["cell_type"] == "code"]
-    found = [source for source in sources if source.startswith(start)]
-    assert len(found) == 1, f"{NOTEBOOK.name} has {len(found)} code cells starting with {start!r}"
-    return found[0]
+    return code_cell(NOTEBOOK, start)
 
 
 def stand_ins(local_workers):
