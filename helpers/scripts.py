@@ -3,7 +3,7 @@
 Every process the series launches runs a script that its notebook writes with a `%%writefile
 scripts/NAME.py` cell, continued by `%%writefile -a scripts/NAME.py` cells. `make demo`, the tests and
 the benchmarks take the same scripts from the notebooks, so each script has exactly one source: the
-cells a reader sees.
+cells a reader sees. The exercise tests read a notebook's other cells the same way (`code_cell`).
 """
 
 from __future__ import annotations
@@ -14,21 +14,35 @@ from pathlib import Path
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
-def notebook_scripts(notebook: str | Path) -> dict[str, str]:
-    """{path written (relative to notebooks/): source} of every script `notebook` writes, its `%%writefile -a`
-    pieces appended in order, as IPython does."""
+def _code_sources(notebook: str | Path) -> list[str]:
+    """The source of every code cell of `notebook` (a path, or a name in notebooks/), in order."""
     path = Path(notebook)
     if not path.is_absolute() and not path.exists():
         path = NOTEBOOKS / path
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
+
+
+def code_cell(notebook: str | Path, start: str) -> str:
+    """The source of the one code cell of `notebook` that starts with `start` (an exercise's stub, check or
+    reference solution, for its test). ValueError unless exactly one cell does."""
+    found = [source for source in _code_sources(notebook) if source.startswith(start)]
+    if len(found) != 1:
+        raise ValueError(f"{Path(notebook).name} has {len(found)} code cells starting with {start!r}")
+    return found[0]
+
+
+def notebook_scripts(notebook: str | Path) -> dict[str, str]:
+    """{path written (relative to notebooks/): source} of every script `notebook` writes, its `%%writefile -a`
+    pieces appended in order, as IPython does."""
     scripts = {}
-    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
-        source = "".join(cell["source"])
-        if cell["cell_type"] == "code" and source.startswith("%%writefile "):
+    for source in _code_sources(notebook):
+        if source.startswith("%%writefile "):
             first, _, body = source.partition("\n")
             name, body = first.split()[-1], body if body.endswith("\n") else body + "\n"
             if first.split()[1] in ("-a", "--append"):
                 if name not in scripts:
-                    raise ValueError(f"{path.name} appends to {name} before writing it")
+                    raise ValueError(f"{Path(notebook).name} appends to {name} before writing it")
                 scripts[name] += body
             else:
                 scripts[name] = body
