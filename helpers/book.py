@@ -48,7 +48,8 @@ def execute(path: Path) -> tuple[object, str | None]:
     try:
         client.execute()
     except (CellExecutionError, CellTimeoutError, DeadKernelError) as error:
-        return nb, f"{type(error).__name__}: {str(error).strip().splitlines()[-1][:300]}"
+        last_line = re.sub(r"\x1b\[[0-9;]*m", "", str(error).strip().splitlines()[-1])   # no terminal colours
+        return nb, f"{type(error).__name__}: {last_line[:300]}"
     return nb, None
 
 

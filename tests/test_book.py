@@ -35,6 +35,7 @@ def test_book_renders_outputs_folds_hidden_code_and_names_failures(tmp_path, cap
 
     assert [p.error is None for p in pages] == [True, False]
     assert "RuntimeError" in pages[1].error and "not tagged" in pages[1].error
+    assert "\x1b" not in pages[1].error, "the error is plain text, without terminal colours"
     good_html = (out / "01_good.html").read_text(encoding="utf-8")
     assert "answer 42" in good_html and "数据并行" in good_html
     assert "expected, tagged" in good_html, "a tagged cell's error is part of the page"
