@@ -24,6 +24,7 @@ ALLOWED_TOP_LEVEL = {"mindspore", "numpy"} | set(sys.stdlib_module_names)
 ASCEND_ONLY = {
     "semi_auto_parallel.py": "needs Ascend",
     "semi_auto_checkpoint.py": "needs Ascend",
+    "optimizer_parallel.py": "needs Ascend",
     "static_pipeline.py": "static_pipeline.py needs Ascend",
 }
 
