@@ -59,3 +59,28 @@ def test_lint_notebooks_and_code():
     result = subprocess.run([sys.executable, "-m", "ruff", "check", "."], capture_output=True, text=True,
                             cwd=Path(__file__).resolve().parents[1])
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# The reading path: the limits a reader of any notebook can count on.
+MAX_CODE_LINES = 80       # a longer script is built in %%writefile -a pieces, prose between them
+MAX_OPEN_ASSERTS = 25     # one or two per claim in open cells; the rest in a collapsed "Checks" cell
+MAX_WORDS_BEFORE_RESULT = 450  # prose before the first real result ("about 400 words")
+
+
+def is_open(cell):
+    return cell["metadata"].get("jupyter", {}) != COLLAPSED
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_reading_path(path):
+    cells = load(path)["cells"]
+    code = [(i, "".join(c["source"])) for i, c in enumerate(cells) if c["cell_type"] == "code"]
+    long = [(i, len(s.splitlines())) for i, s in code if len(s.splitlines()) > MAX_CODE_LINES]
+    assert not long, f"code cells over {MAX_CODE_LINES} lines (cell, lines): {long}"
+    asserts = sum(1 for c in cells if c["cell_type"] == "code" and is_open(c)
+                  for line in c["source"] if line.lstrip().startswith("assert "))
+    assert asserts <= MAX_OPEN_ASSERTS, f"{asserts} assert lines in open cells: move the rest to a collapsed cell"
+    # The first real result: the first code cell that is neither the configuration cell nor a script being written.
+    first = next(i for i, s in code if not s.startswith(("%matplotlib", "%%writefile")))
+    words = sum(len("".join(c["source"]).split()) for c in cells[:first] if c["cell_type"] == "markdown")
+    assert words <= MAX_WORDS_BEFORE_RESULT, f"{words} words of prose before the first result (cell {first})"
