@@ -5,10 +5,9 @@ is tested is exactly what a reader runs. The notebook itself only runs the reade
 solution through the checker.
 """
 
-import json
-
 import pytest
 
+from helpers import scripts
 from helpers.layout import StrategyError, matmul_layout
 from helpers.scripts import NOTEBOOKS
 
@@ -17,11 +16,7 @@ LAYOUT_DEVICES, LAYOUT_BATCH = 8, 32 * 8   # the notebook's defaults: 8 devices,
 
 
 def code_cell(marker):
-    sources = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-               if c["cell_type"] == "code"]
-    found = [source for source in sources if source.startswith(marker)]
-    assert len(found) == 1, f"{NOTEBOOK.name} has {len(found)} code cells starting with {marker!r}"
-    return found[0]
+    return scripts.code_cell(NOTEBOOK, marker)
 
 
 @pytest.fixture(params=[1, 2, 4, 8], ids=lambda n: f"{n}-ranks")

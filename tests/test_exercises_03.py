@@ -6,12 +6,12 @@ reader runs. The notebook itself only runs the reader's answers and the referenc
 """
 
 import ast
-import json
 
 import mindspore.dataset as ds
 import numpy as np
 import pytest
 
+from helpers import scripts
 from helpers.scripts import NOTEBOOKS
 
 NOTEBOOK = NOTEBOOKS / "03_data_sharding.ipynb"
@@ -19,11 +19,7 @@ SEED = 0   # the notebook's default dataset seed
 
 
 def code_cell(marker):
-    sources = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-               if c["cell_type"] == "code"]
-    found = [source for source in sources if source.startswith(marker)]
-    assert len(found) == 1, f"{NOTEBOOK.name} has {len(found)} code cells starting with {marker!r}"
-    return found[0]
+    return scripts.code_cell(NOTEBOOK, marker)
 
 
 def definitions(source):

@@ -7,12 +7,13 @@ Everything runs in this process on CPU (a few graph compilations and short train
 """
 
 import importlib.util
-import json
 import os
 import sys
 from pathlib import Path
 
 import pytest
+
+from helpers.scripts import code_cell
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "05_mixed_precision.ipynb"
 
@@ -55,10 +56,7 @@ FP16, FP32 = {{"Float16"}}, {{"Float32"}}
 
 
 def cell_source(start: str) -> str:
-    cells = [c for c in json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
-    hits = ["".join(c["source"]) for c in cells if "".join(c["source"]).startswith(start)]
-    assert len(hits) == 1, f"{NOTEBOOK.name}: {len(hits)} code cells start with {start!r}"
-    return hits[0].replace("%matplotlib inline\n", "")
+    return code_cell(NOTEBOOK, start).replace("%matplotlib inline\n", "")
 
 
 @pytest.fixture(scope="module")

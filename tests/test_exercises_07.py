@@ -5,13 +5,12 @@ configuration, a real launch of tp_checkpoint.py (read out of the notebook) that
 rank, the strategy file, the merged checkpoint, a one-card SimpleNet and the old job's losses.
 """
 
-import json
 import os
 from pathlib import Path
 
 import pytest
 
-from helpers.scripts import write_script
+from helpers.scripts import code_cell, write_script
 
 pytestmark = pytest.mark.launch
 
@@ -27,10 +26,7 @@ OLD_AFTER = 'old_after = [r for r in old.records(0, "step") if r["step"] > STEPS
 
 
 def cell_source(start: str) -> str:
-    cells = [c for c in json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
-    hits = ["".join(c["source"]) for c in cells if "".join(c["source"]).startswith(start)]
-    assert len(hits) == 1, f"{NOTEBOOK.name}: {len(hits)} code cells start with {start!r}"
-    return hits[0]
+    return code_cell(NOTEBOOK, start)
 
 
 def set_device_once(ms, target):
