@@ -8,7 +8,9 @@ cells a reader sees. The exercise tests read a notebook's other cells the same w
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from pathlib import Path
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -64,3 +66,18 @@ def write_script(notebook: str | Path, name: str, folder: str | Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(scripts[name], encoding="utf-8")
     return target
+
+
+def import_cells(path: str | Path, source: str, **names):
+    """Write `source` (a notebook's cells put together, for an exercise test) to `path` and import it as the
+    module `path.stem`, with `names` defined before it runs. A real file, registered in sys.modules, because
+    MindSpore's graph mode reads a network's source and imports the module of what it compiles. The caller
+    removes it from sys.modules when done."""
+    path = Path(path)
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    module.__dict__.update(names)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+    return module

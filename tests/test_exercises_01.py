@@ -7,13 +7,12 @@ trains SimpleNet in this process, as it does in the notebook's kernel; exercise 
 a rank-table dry run.
 """
 
-import importlib.util
 import sys
 
 import pytest
 
 from helpers import rank_table
-from helpers.scripts import NOTEBOOKS, code_cell, write_script
+from helpers.scripts import NOTEBOOKS, code_cell, import_cells, write_script
 
 NOTEBOOK = NOTEBOOKS / "01_environment_and_communication.ipynb"
 TABLE_PATH = NOTEBOOKS.parent / "rank_table_file.json"   # the repository's 8-card table
@@ -68,12 +67,8 @@ def folder(tmp_path_factory):
 def cells_module(folder):
     """The exercise cells as one module file: MindSpore's graph mode reads `SimpleNet.construct` from its source."""
     source = folder / "nb01_exercise_cells.py"
-    source.write_text(HEADER + "\n\n" + "\n\n\n".join(cell(start) for start in CELLS) + "\n", encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(source.stem, source)
-    module = importlib.util.module_from_spec(spec)
-    module.WORKERS, module.comm = 2, Comm(2, folder)   # the configuration cell and section 2 define them first
-    sys.modules[source.stem] = module
-    spec.loader.exec_module(module)
+    module = import_cells(source, HEADER + "\n\n" + "\n\n\n".join(cell(start) for start in CELLS) + "\n",
+                          WORKERS=2, comm=Comm(2, folder))   # the configuration cell and section 2 define them first
     yield module
     del sys.modules[source.stem]
 

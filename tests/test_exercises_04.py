@@ -5,7 +5,6 @@ the notebook they judge answers against finished runs (`scale_n`, `resumed`); he
 same facts. Exercises 3 and 4 train a small SimpleNet in this process, as they do in the notebook.
 """
 
-import importlib.util
 import itertools
 import json
 import os
@@ -14,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from helpers.scripts import import_cells
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "04_network_and_training.ipynb"
 EPOCHS, STEPS_PER_EPOCH = 3, 32
@@ -57,14 +58,9 @@ def nb(tmp_path_factory):
         "resumed": Run({0: [{"kind": "step", "epoch": EPOCHS, "step": FAULT_STEP - STEPS_PER_EPOCH // 2 + 1}]}),
     }
     source = folder / "nb04_exercise_cells.py"
-    source.write_text("\n\n".join(cell(marker) for marker in (
+    module = import_cells(source, "\n\n".join(cell(marker) for marker in (
         "class SimpleNet(nn.Cell):", "def make_arrays(", "def train_demo(", "def check_mlp_gradient_bytes(",
-        "def mlp_gradient_bytes():")) + "\n", encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(source.stem, source)
-    module = importlib.util.module_from_spec(spec)
-    module.__dict__.update(stand_ins)
-    sys.modules[source.stem] = module
-    spec.loader.exec_module(module)
+        "def mlp_gradient_bytes():")) + "\n", **stand_ins)
     yield module.__dict__
     del sys.modules[source.stem]
 

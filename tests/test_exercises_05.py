@@ -6,14 +6,13 @@ to one module file: MindSpore compiles a network from its source file, so the ce
 Everything runs in this process on CPU (a few graph compilations and short trainings).
 """
 
-import importlib.util
 import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from helpers.scripts import code_cell
+from helpers.scripts import code_cell, import_cells
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "05_mixed_precision.ipynb"
 
@@ -69,15 +68,11 @@ def nb(tmp_path_factory):
             parts.append(SETUP.format(scratch=str(folder / "scratch")))
     parts.append('\nfp32_losses, _, _ = train_in_process("O0", None, 1.0)\n')   # what check 2 compares with
     path = folder / "nb05_exercises.py"
-    path.write_text("\n".join(parts), encoding="utf-8")
     (folder / "scratch").mkdir()
     here = os.getcwd()
     os.chdir(folder)   # the configuration cell makes ./scripts
     try:
-        spec = importlib.util.spec_from_file_location("nb05_exercises", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["nb05_exercises"] = module   # MindSpore's parser imports the module of what it compiles
-        spec.loader.exec_module(module)
+        module = import_cells(path, "\n".join(parts))
     finally:
         os.chdir(here)
     yield module
