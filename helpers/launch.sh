@@ -38,11 +38,25 @@ Options:
   --timeout S         seconds the cluster may take to form, msrun's --cluster_time_out (default 60)
   --hang-timeout S    stop the job when no rank wrote anything (log, metrics) for S seconds
                       (default 300; 0 = never). Graph compilation on Ascend can be silent for minutes.
+  --caller PID        the process this job belongs to (default: the one that started launch.sh, the
+                      Jupyter kernel under launch()); `none`: the job may outlive it (a job left running
+                      under nohup on another node)
   --dry-run           print each rank's environment and command, start nothing, exit 0
+  --stop RUN_DIR      stop every process of the job in RUN_DIR (or --stop PID...: the processes a
+                      leftover warning named), then exit
   -h, --help          this text
 
 Exit code: the job's (0 when every rank finished). When a rank fails, the launcher stops the
 others, names the failed rank and prints the tail of its log.
+
+Nothing of a job outlives its caller or its launcher: when the process that started launch.sh goes
+away (a restarted kernel, a closed terminal), or launch.sh itself dies by any signal, a watchdog in a
+session of its own (python -m helpers.jobs guard) stops every process of the job - scheduler,
+workers, msrun and its children, rank-table ranks - within a few seconds, whether or not the job
+prints; the ranks also get SIGKILL from the kernel the moment launch.sh dies (setpriv --pdeathsig,
+util-linux 2.33 or later; msrun gets SIGINT and stops its workers). Ctrl-C, SIGTERM and SIGHUP stop
+the job at once. RUN/ended.txt says how the job ended. Processes of an earlier job of this checkout
+that are still running are named before a new job starts, with the command that stops them.
 
 Examples:
   bash helpers/launch.sh notebooks/scripts/train.py                # all ranks of this node
@@ -67,7 +81,7 @@ export PATH="$(dirname "$PYTHON"):$PATH"
 export PYTHONPATH="$PROJECT${PYTHONPATH:+:$PYTHONPATH}"
 
 WORKERS_ARG="" LOCAL_WORKERS="" NODE_RANK="" MASTER_ADDR="127.0.0.1" DEVICE="" STARTUP=dynamic RANK_TABLE=""
-SERVER_ID="" LOG_DIR="" PORT="" TIMEOUT=60 HANG_TIMEOUT=300 DRY_RUN=0
+SERVER_ID="" LOG_DIR="" PORT="" TIMEOUT=60 HANG_TIMEOUT=300 DRY_RUN=0 CALLER="$PPID"
 need_value() { [[ $# -ge 2 && -n "$2" && "$2" != --* ]] || die "$1 needs a value (see --help)"; }
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -83,7 +97,10 @@ while [[ $# -gt 0 ]]; do
         --port) need_value "$@"; PORT="$2"; shift 2 ;;
         --timeout) need_value "$@"; TIMEOUT="$2"; shift 2 ;;
         --hang-timeout) need_value "$@"; HANG_TIMEOUT="$2"; shift 2 ;;
+        --caller) need_value "$@"; CALLER="$2"; shift 2 ;;
         --dry-run) DRY_RUN=1; shift ;;
+        --stop) [[ $# -ge 2 ]] || die "--stop needs a run folder (or PIDs)"; shift
+                exec "$PYTHON" -m helpers.jobs stop "$@" ;;
         -h|--help) usage; exit 0 ;;
         --) shift; break ;;
         -*) die "unknown option '$1' (see --help)" ;;
@@ -123,6 +140,8 @@ FIRST=$(( ${NODE_RANK:-0} * LOCAL_WORKERS ))   # this node's first rank
 WHAT="$WORKERS ranks"
 (( LOCAL_WORKERS < WORKERS )) && WHAT="node ${NODE_RANK}: ranks $FIRST-$((FIRST + LOCAL_WORKERS - 1)) of $WORKERS"
 [[ "$TIMEOUT" =~ ^[0-9]+$ && "$TIMEOUT" -ge 1 ]] || die "--timeout must be a positive number of seconds, got '$TIMEOUT'"
+[[ "$CALLER" == none || "$CALLER" =~ ^[0-9]+$ ]] || die "--caller must be a process id or 'none', got '$CALLER'"
+[[ "$CALLER" == none ]] && CALLER=0
 [[ "$HANG_TIMEOUT" =~ ^[0-9]+$ ]] || die "--hang-timeout must be a number of seconds (0 = off), got '$HANG_TIMEOUT'"
 case "$STARTUP" in dynamic|msrun|ranktable) ;; *) die "unknown --startup '$STARTUP': use dynamic, msrun or ranktable" ;; esac
 if [[ "$DEVICE" == Ascend && "$STARTUP" != ranktable ]]; then
@@ -171,7 +190,20 @@ export MS_RETRY_INTERVAL_LOWER="${MS_RETRY_INTERVAL_LOWER:-1}" MS_RETRY_INTERVAL
 
 # Every process of this job carries TUTORIAL_JOB_ID, so the launcher can always find and stop all of them.
 export TUTORIAL_JOB_ID="job-$$-$RANDOM$RANDOM"
+ended() { ( set -o noclobber; echo "$*" > "$LOG_DIR/ended.txt" ) 2>/dev/null; return 0; }   # the first word stays
+if (( ! DRY_RUN )); then
+    # Earlier jobs of this checkout still running are named now, not found later as a busy port or card.
+    "$PYTHON" -m helpers.jobs leftovers "$PROJECT" 2>&1 | tee -a "$LOG_DIR/launcher.log" >&2
+    # The watchdog: in a session of its own (a signal to this launcher's group does not reach it) and
+    # without the job's marks (it is not one of the job's processes), it outlives this launcher.
+    env -u TUTORIAL_JOB_ID setsid "$PYTHON" -m helpers.jobs guard --job-id "$TUTORIAL_JOB_ID" \
+        --launcher $$ --caller "$CALLER" --run-dir "$LOG_DIR" < /dev/null > /dev/null 2>> "$LOG_DIR/launcher.log" &
+    trap 'ended "exited: launch.sh ended with code $?"' EXIT   # unless something more precise was said first
+fi
 export TUTORIAL_RUN_DIR="$LOG_DIR" TUTORIAL_DEVICE="$DEVICE" PYTHONUNBUFFERED=1
+export TUTORIAL_PROJECT="$PROJECT" TUTORIAL_LAUNCHER_PID=$$
+# Each rank dies with this launcher, by the kernel's parent-death signal, where setpriv offers it.
+DEATHSIG=(); setpriv --help 2>/dev/null | grep -q -- --pdeathsig && DEATHSIG=(setpriv --pdeathsig KILL)
 # What only CPU needs is set here, never in the scripts (nothing in them is wrong on Ascend):
 PIN=()   # start_rank's prefix: one core per rank
 if [[ "$DEVICE" == CPU ]]; then
@@ -244,8 +276,13 @@ job_is_hung() {  # true when no rank wrote anything for HANG_TIMEOUT seconds
 }
 say() { echo "launch.sh: $*" | tee -a "$LOG_DIR/launcher.log" >&2; }   # to the console and launcher.log
 finish_job() {  # finish_job RC: stop what is left of the job; on failure, name the failed rank(s)
-    trap - INT TERM
+    trap - INT TERM HUP
     stop_job
+    case "$1" in
+        0) ended "finished: every rank exited with code 0" ;;
+        124) ended "stopped: no rank wrote anything for $HANG_TIMEOUT s (--hang-timeout)" ;;
+        *) ended "failed: the job exited with code $1 (launcher.log names the rank)" ;;
+    esac
     if [[ $1 -ne 0 ]]; then
         echo "launch.sh: the job failed (exit code $1). Logs: $LOG_DIR" >&2
         disk_is_full   # a full disk first: the ranks' own tracebacks may not have reached their logs
@@ -253,10 +290,13 @@ finish_job() {  # finish_job RC: stop what is left of the job; on failure, name 
     fi
     return "$1"
 }
-on_interrupt() {
+on_interrupt() {  # on_interrupt SIGNAL: Ctrl-C (INT), kill (TERM), a closed terminal (HUP)
+    trap - INT TERM HUP
+    ended "interrupted: launch.sh received SIG$1 and stopped the job"
     echo "launch.sh: interrupted; stopping every process of the job" >&2
     stop_job; exit 130
 }
+stop_on_signals() { trap 'on_interrupt INT' INT; trap 'on_interrupt TERM' TERM; trap 'on_interrupt HUP' HUP; }
 
 RANK_PIDS=() RANK_IDS=()   # the ranks this launcher started itself (dynamic and rank-table startup)
 start_rank() {  # start_rank K DIR LOG CMD...: rank K in the background, in folder DIR, its output in LOG
@@ -321,9 +361,9 @@ run_dynamic() {
     else
         echo "launch.sh: $WHAT on $DEVICE via MindSpore's dynamic cluster ($MASTER_ADDR:$PORT), logs in $LOG_DIR" \
             | tee -a "$LOG_DIR/launcher.log"
-        trap on_interrupt INT TERM
+        stop_on_signals
         if (( FIRST == 0 )); then   # node 0 (or the only node) runs the scheduler
-            env "${sched_env[@]}" "${session[@]}" "${sched_cmd[@]}" > "$LOG_DIR/scheduler.log" 2>&1 &
+            env "${sched_env[@]}" "${session[@]}" "${DEATHSIG[@]}" "${sched_cmd[@]}" > "$LOG_DIR/scheduler.log" 2>&1 &
             sched_pid=$!
         fi
     fi
@@ -336,7 +376,8 @@ run_dynamic() {
             echo "rank $k: ${envs[*]} TUTORIAL_RUN_DIR=$LOG_DIR -> ${pin[*]}${pin:+ }${SCRIPT_CMD[*]} > $LOG_DIR/worker_$k.log"
             continue
         fi
-        start_rank "$k" "$PWD" "$LOG_DIR/worker_$k.log" env "${envs[@]}" "${session[@]}" "${pin[@]}" "${SCRIPT_CMD[@]}"
+        start_rank "$k" "$PWD" "$LOG_DIR/worker_$k.log" env "${envs[@]}" "${session[@]}" "${DEATHSIG[@]}" "${pin[@]}" \
+            "${SCRIPT_CMD[@]}"
     done
     [[ $DRY_RUN -eq 1 ]] && return 0
     local rc=0
@@ -364,9 +405,11 @@ run_msrun() {
         return 0
     fi
     echo "launch.sh: $WHAT on $DEVICE via msrun (scheduler $MASTER_ADDR:$PORT), logs in $LOG_DIR"
-    trap on_interrupt INT TERM
+    stop_on_signals
     # tee runs without the job id: stopping the job must not cut msrun's last lines from launcher.log.
-    "${cmd[@]}" > >(env -u TUTORIAL_JOB_ID tee -a "$LOG_DIR/launcher.log") 2>&1 &
+    # msrun gets SIGINT when this launcher dies: its own Ctrl-C handler then kills its workers.
+    local deathsig=(); (( ${#DEATHSIG[@]} )) && deathsig=(setpriv --pdeathsig INT)
+    "${deathsig[@]}" "${cmd[@]}" > >(env -u TUTORIAL_JOB_ID tee -a "$LOG_DIR/launcher.log") 2>&1 &
     local msrun_pid=$! failed_at="" hung=0
     # msrun kills the other workers when one fails, then waits for the scheduler, which can wait
     # out the whole cluster timeout. Once a failure is seen, give it 5 s, then stop the rest.
@@ -407,12 +450,12 @@ run_ranktable() {
             continue
         fi
         mkdir -p "$dir"
-        start_rank "$rank" "$dir" "$dir/worker_$rank.log" env "${envs[@]}" "${SCRIPT_CMD[@]}"
+        start_rank "$rank" "$dir" "$dir/worker_$rank.log" env "${envs[@]}" "${DEATHSIG[@]}" "${SCRIPT_CMD[@]}"
     done <<< "$ranks"
     [[ $DRY_RUN -eq 1 ]] && { echo "# rank-table startup: $(wc -l <<< "$ranks") processes, logs in $LOG_DIR"; return 0; }
     WORKERS=${#RANK_PIDS[@]} LOCAL_WORKERS=${#RANK_PIDS[@]}
     echo "launch.sh: $WORKERS ranks on $DEVICE via rank table $RANK_TABLE, logs in $LOG_DIR"
-    trap on_interrupt INT TERM
+    stop_on_signals
     local rc=0
     watch_ranks || rc=$?
     finish_job "$rc"

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers import joblog
+from helpers import joblog, jobs
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 LAUNCH_SH = Path(__file__).resolve().with_name("launch.sh")
@@ -52,15 +52,7 @@ def read_metrics(run_dir: Path) -> dict[int, list[dict]]:
 
 def live_processes(run_dir: str | os.PathLike) -> list[int]:
     """Pids of the live processes started for the run in `run_dir` (each carries TUTORIAL_RUN_DIR=run_dir)."""
-    marker = f"TUTORIAL_RUN_DIR={run_dir}".encode()
-    pids = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            if marker in (proc / "environ").read_bytes().split(b"\0"):
-                pids.append(int(proc.name))
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
-    return pids
+    return jobs.run_processes(run_dir)
 
 
 def html_table(rows: list[dict]) -> str:
@@ -111,6 +103,12 @@ class RunResult:
     def final(self, rank: int) -> dict:
         finals = self.records(rank, "final")
         return finals[-1] if finals else {}
+
+    @property
+    def ended(self) -> str:
+        """How the job ended, as RUN/ended.txt records it ("finished: ...", "failed: ...", "stopped: ...")."""
+        path = self.run_dir / jobs.ENDED
+        return path.read_text(encoding="utf-8").strip() if path.exists() else ""
 
     def failed_ranks(self) -> dict[int, str]:
         return joblog.failed_ranks(self.run_dir)
@@ -186,7 +184,9 @@ def launch(script: str | os.PathLike, *script_args: str, workers: int | None = N
     `timeout` bounds cluster formation; `hang_timeout` stops a job whose ranks all fall silent.
     `local_workers`, `node_rank` and `master_addr` make this launch one node of a multi-node job
     (notebook 06); `port` must then be the same on every node, and node 0 runs the scheduler.
-    Interrupting (Ctrl-C, or the notebook's stop button) stops every process of the job.
+    Interrupting (Ctrl-C, or the notebook's stop button) stops every process of the job, and so does a
+    restarted or killed kernel: launch.sh's watchdog sees its caller go (`RunResult.ended` says how a job
+    ended). Processes of an earlier job still running are named before the job starts, even when `quiet`.
     """
     run_dir = new_run_dir(name)
     command = ["bash", str(LAUNCH_SH), "--log-dir", str(run_dir), "--timeout", str(timeout)]
@@ -209,7 +209,7 @@ def launch(script: str | os.PathLike, *script_args: str, workers: int | None = N
     try:
         for line in process.stdout:
             output.append(line)
-            if not quiet and not _NOISE.match(line):
+            if (not quiet and not _NOISE.match(line)) or line.startswith("launch.sh: warning:"):
                 print(line, end="", flush=True)
         process.wait()
     except KeyboardInterrupt:

@@ -1,7 +1,8 @@
 """A small plain-MindSpore job for the launcher's tests: every rank records its launch variables,
 then runs STEPS steps of a real AllReduce, one metrics line per step, and can inject a fault.
 
-    python tests/step_job.py [--steps N] [--sleep S] [--fault raise|kill|hang --fault-rank R --fault-step K] [ARGS...]
+    python tests/step_job.py [--steps N] [--sleep S] [--print-every N]
+                             [--fault raise|kill|hang --fault-rank R --fault-step K] [ARGS...]
 """
 
 import argparse
@@ -14,6 +15,7 @@ from pathlib import Path
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=4)
 parser.add_argument("--sleep", type=float, default=0.0, help="seconds per step")
+parser.add_argument("--print-every", type=int, default=1, help="rank 0 prints every N-th step (a quiet job: many)")
 parser.add_argument("--fault", choices=("raise", "kill", "hang"))
 parser.add_argument("--fault-rank", type=int, default=0)
 parser.add_argument("--fault-step", type=int, default=1)
@@ -39,7 +41,7 @@ for step in range(1, args.steps + 1):
     total = float(allreduce(ms.Tensor(np.ones(4, np.float32))).asnumpy()[0])
     with (out / "metrics.jsonl").open("a") as f:
         f.write(json.dumps({"kind": "step", "step": step, "loss": 1.0 / step, "sum": total}) + "\n")
-    if rank == 0:
+    if rank == 0 and (step == 1 or step % args.print_every == 0):
         print(f"[rank 0] step {step} AllReduce sum {total:g}", flush=True)
     if args.fault and rank == args.fault_rank and step == args.fault_step:
         print(f"[rank {rank}] injecting fault '{args.fault}' after step {step}", flush=True)
