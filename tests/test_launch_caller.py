@@ -82,6 +82,31 @@ def test_killed_caller_takes_the_job_with_it(tmp_path, startup, noise):
         noise == "loud" and ended.startswith("stopped: its launcher")), ended
 
 
+def test_restarting_a_jupyter_kernel_mid_job_stops_the_job(tmp_path):
+    """What a reader does with a cell that seems stuck: Kernel -> Restart (a real ipykernel, restarted as
+    JupyterLab restarts it: a busy kernel is killed, not asked)."""
+    from jupyter_client.manager import start_new_kernel
+
+    kernel, client = start_new_kernel(kernel_name="python3", cwd=str(PROJECT_ROOT),
+                                      env={**os.environ, "TUTORIAL_RUNS_DIR": str(tmp_path)})
+    try:
+        client.execute(f"from helpers import launch\nlaunch({str(JOB)!r}, *{QUIET!r}, workers=2, name='kernel')")
+        deadline = time.time() + 30
+        while not list(tmp_path.glob("kernel-*")) and time.time() < deadline:
+            time.sleep(0.1)
+        run_dir = next(tmp_path.glob("kernel-*"))
+        wait_until_running(run_dir)
+        start = time.monotonic()
+        kernel.restart_kernel(now=True)
+        elapsed = seconds_until_gone(run_dir, start)
+    finally:
+        client.stop_channels()
+        kernel.shutdown_kernel(now=True)
+    print(f"Jupyter kernel restarted mid-job: last process gone after {elapsed:.1f} s")
+    assert elapsed < LIMIT
+    assert (run_dir / "ended.txt").read_text().startswith("stopped: its launcher's caller went away")
+
+
 @pytest.mark.parametrize("startup", ["dynamic", "msrun"])
 def test_killed_launcher_takes_the_job_with_it(tmp_path, startup):
     run_dir = tmp_path / "run"
