@@ -87,11 +87,18 @@ def activation_bytes(*, layers: int, hidden: int, seq: int = 1, micro_batch: int
     return in_flight * layers_here * kept + working
 
 
+# MindSpore's own sharding levels, AutoParallel.hsdp(optimizer_level=...): what each shards over the data-parallel
+# ranks, from its 2.10 docstring. level1 is not ZeRO-1: it shards the weights too, and leaves the gradients whole.
+OPTIMIZER_LEVELS = {"level1": {"params", "optimizer"}, "level2": {"params", "optimizer", "grads"},
+                    "level3": {"params", "optimizer", "grads"}}   # level3: gathered again before the backward
+
+
 def plan(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, optimizer: str = "adam",
          precision: str = "bf16-mixed", layers: int | None = None, hidden: int | None = None, seq: int = 1,
          micro_batch: int = 1, heads: int | None = None, accumulate: int = 1, recompute: bool = False,
-         block: str = "transformer") -> dict[str, int]:
-    """Bytes per card: {"params", "grads", "optimizer", "activations", "total"} (integers)."""
+         block: str = "transformer", optimizer_level: str | None = None) -> dict[str, int]:
+    """Bytes per card: {"params", "grads", "optimizer", "activations", "total"} (integers). `zero` is the ZeRO
+    stage; `optimizer_level` instead plans MindSpore's hsdp level ("level1", "level2", "level3")."""
     counts = {"--params": params, "--dp": dp, "--tp": tp, "--pp": pp, "--seq": seq, "--micro-batch": micro_batch,
               "--accumulate": accumulate, "--layers": layers, "--hidden": hidden, "--heads": heads}
     for flag, value in counts.items():
@@ -99,6 +106,10 @@ def plan(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0,
             raise PlanError(f"{flag}: must be a positive whole number, got {value!r}")
     if zero not in (0, 1, 2, 3):
         raise PlanError(f"--zero: must be 0, 1, 2 or 3, got {zero!r}")
+    if optimizer_level is not None and optimizer_level not in OPTIMIZER_LEVELS:
+        raise PlanError(f"--optimizer-level: must be level1, level2 or level3, got {optimizer_level!r}")
+    if optimizer_level is not None and zero:
+        raise PlanError("--optimizer-level: give it or --zero, not both (they name two ways of sharding)")
     if (layers is None) != (hidden is None):
         raise PlanError("--layers: give --layers and --hidden together (or neither: no activations)")
     if layers is not None and layers % pp:
@@ -111,6 +122,8 @@ def plan(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0,
     here = math.ceil(int(params) / (tp * pp))            # this card's share of the model
     shard = math.ceil(here / dp)                         # this card's share of a ZeRO-sharded buffer
     sharded = {"params": zero >= 3, "grads": zero >= 2, "optimizer": zero >= 1}
+    if optimizer_level is not None:
+        sharded = {name: name in OPTIMIZER_LEVELS[optimizer_level] for name in sharded}
     out = {name: per_param[name] * (shard if sharded[name] else here) for name in per_param}
     out["activations"] = 0 if layers is None else activation_bytes(
         layers=layers, hidden=hidden, seq=seq, micro_batch=micro_batch, heads=heads, tp=tp, pp=pp,
@@ -138,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tp", type=_count, default=1, help="tensor-parallel degree")
     parser.add_argument("--pp", type=_count, default=1, help="pipeline-parallel degree (stages)")
     parser.add_argument("--zero", type=int, default=0, help="optimizer-sharding stage 0-3")
+    parser.add_argument("--optimizer-level", help="instead of --zero: MindSpore's hsdp level1 | level2 | level3")
     parser.add_argument("--optimizer", default="adam", help="sgd | momentum | adam")
     parser.add_argument("--precision", default="bf16-mixed", help="fp32 | fp16-mixed | bf16-mixed")
     parser.add_argument("--layers", type=_count, help="layers, for activations")
@@ -156,15 +170,16 @@ def main(argv: list[str] | None = None) -> int:
                       optimizer=args.optimizer, precision=args.precision, layers=whole["layers"],
                       hidden=whole["hidden"], seq=whole["seq"], micro_batch=whole["micro_batch"],
                       heads=whole["heads"], accumulate=whole["accumulate"], recompute=args.recompute,
-                      block=args.block)
+                      block=args.block, optimizer_level=args.optimizer_level)
     except PlanError as exc:
         print(f"helpers.memory: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(result))
         return 0
-    print(f"{args.params:.4g} parameters, dp {whole['dp']} x tp {whole['tp']} x pp {whole['pp']}, ZeRO stage "
-          f"{args.zero}, {args.optimizer}, {args.precision}: per card")
+    sharding = f"hsdp {args.optimizer_level}" if args.optimizer_level else f"ZeRO stage {args.zero}"
+    print(f"{args.params:.4g} parameters, dp {whole['dp']} x tp {whole['tp']} x pp {whole['pp']}, {sharding}, "
+          f"{args.optimizer}, {args.precision}: per card")
     for name in (*COMPONENTS, "total"):
         print(f"  {name:<12}{result[name] / GB:10.3f} GB")
     return 0

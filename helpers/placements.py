@@ -19,6 +19,10 @@ from helpers.layout import _axes  # the device-matrix axes one tensor-map entry 
 class Shard:
     dim: int
 
+    def __post_init__(self):
+        if not isinstance(self.dim, int) or isinstance(self.dim, bool):
+            raise TypeError(f"Shard(dim) takes the tensor dimension it splits, an integer; got {self.dim!r}")
+
     def __str__(self) -> str:
         return f"Shard({self.dim})"
 
@@ -55,6 +59,9 @@ def to_placements(dev_matrix, tensor_map, partial_axes=()) -> tuple:
                 raise ValueError(f"mesh dimension {m} is used twice in tensor map {tuple(tensor_map)}")
             placements[m] = Shard(dim)
     for m in partial_axes:
+        if not isinstance(m, int) or not 0 <= m < n:
+            raise ValueError(f"partial axis {m!r} is not a mesh dimension of the device matrix {list(dev_matrix)}: "
+                             f"give mesh dimensions 0..{n - 1}, counted from the left")
         if placements[m] != Replicate():
             raise ValueError(f"mesh dimension {m} already shards the tensor; it cannot also hold partial sums")
         placements[m] = Partial()
@@ -68,6 +75,10 @@ def to_tensor_map(mesh_shape, placements, ndim: int) -> tuple:
         raise ValueError(f"{len(placements)} placements for a {n}-dimensional mesh: give one per mesh dimension")
     entries: list[list[int]] = [[] for _ in range(ndim)]
     for m, placement in enumerate(placements):
+        if not isinstance(placement, (Shard, Replicate, Partial)):
+            raise TypeError(f"placement {placement!r} on mesh dimension {m} is not one of helpers.placements' "
+                            "Shard, Replicate or Partial (another library's Shard(0), or a string, would be read "
+                            "wrongly): build the placements with these classes")
         if isinstance(placement, Shard):
             if not -ndim <= placement.dim < ndim:
                 raise ValueError(f"{placement} on a {ndim}-dimensional tensor")

@@ -89,3 +89,16 @@ def test_plan_raises_named_errors():
         plan(1e9, dp=0)
     with pytest.raises(PlanError, match="--optimizer"):
         plan(1e9, optimizer="adagrad")
+
+
+def test_mindspore_optimizer_levels_shard_what_the_hsdp_docstring_says():
+    level1 = plan(8e9, dp=8, optimizer="adam", precision="fp32", optimizer_level="level1")
+    assert (level1["params"], level1["grads"], level1["optimizer"]) == (4e9, 32e9, 8e9), "weights and state sharded"
+    zero1 = plan(8e9, dp=8, optimizer="adam", precision="fp32", zero=1)
+    assert level1["params"] < zero1["params"] and level1["grads"] == zero1["grads"], "level1 is not ZeRO-1"
+    for level in ("level2", "level3"):
+        assert plan(8e9, dp=8, optimizer_level=level) == plan(8e9, dp=8, zero=3)
+    with pytest.raises(PlanError, match="--optimizer-level: must be level1, level2 or level3"):
+        plan(8e9, dp=8, optimizer_level="1")
+    with pytest.raises(PlanError, match="give it or --zero, not both"):
+        plan(8e9, dp=8, zero=1, optimizer_level="level1")

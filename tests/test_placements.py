@@ -64,3 +64,19 @@ def test_bad_layouts_are_named():
     with pytest.raises(ValueError, match="2-dimensional tensor"):
         to_tensor_map((8,), (Shard(2),), 2)
     assert dtensor_view((1, 8), (-1, 0)) == ((8,), (Shard(1),))
+
+
+def test_placements_of_other_kinds_are_refused_not_read_as_replicate():
+    class ForeignShard:   # another library's Shard(0): same name, another class
+        dim = 0
+
+    for foreign in (ForeignShard(), "S(0)", None):
+        with pytest.raises(TypeError, match="not one of helpers.placements' Shard, Replicate or Partial"):
+            to_tensor_map((2, 4), (foreign, Replicate()), 2)
+    with pytest.raises(TypeError, match="an integer; got 1.0"):
+        Shard(1.0)
+    with pytest.raises(TypeError, match="an integer; got True"):
+        Shard(True)
+    for axis in (2, -1, 0.5):
+        with pytest.raises(ValueError, match="is not a mesh dimension of the device matrix"):
+            to_placements((2, 4), (-1, -1), partial_axes=(axis,))
