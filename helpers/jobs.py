@@ -62,6 +62,11 @@ def _cmdline(pid: int) -> list[str]:
         return []
 
 
+def _is_launcher(pid: int) -> bool:
+    """True while `pid` is a running helpers/launch.sh (a pid of a gone launcher may have been reused)."""
+    return running(pid) and any(arg.endswith("launch.sh") for arg in _cmdline(pid))
+
+
 def _pids() -> list[int]:
     return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and int(p.name) != os.getpid()]
 
@@ -132,10 +137,9 @@ def guard(job_id: str, launcher: int, caller: int | None, run_dir: str, interval
     return how if killed else "the launcher ended by itself"
 
 
-def _age(pid: int) -> float:
-    boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+def _boot_time() -> float:
+    return next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
                 if line.startswith("btime "))
-    return time.time() - boot - (started_at(pid) or 0) / _CLOCK_TICKS
 
 
 def _in(path: str, project: str) -> bool:
@@ -148,14 +152,14 @@ def leftovers(project: str | os.PathLike) -> list[dict]:
     A launch.sh job whose launcher is gone (its watchdog killed too), and MindSpore cluster processes
     started by hand here (msrun, a scheduler or worker, a rank-table rank: working folder in the checkout)."""
     project = str(Path(project).resolve())
-    jobs: dict[str, dict] = {}
+    boot, jobs = _boot_time(), {}
     for pid in _pids():
         env = environ(pid)
         if not env or not running(pid):
             continue
         if env.get("TUTORIAL_PROJECT") == project:
             launcher = int(env.get("TUTORIAL_LAUNCHER_PID", "0"))
-            if launcher and any(arg.endswith("launch.sh") for arg in _cmdline(launcher)) and running(launcher):
+            if launcher and _is_launcher(launcher):
                 continue   # a job running now, with its launcher (another node of a multi-node job, say)
             run_dir = env.get("TUTORIAL_RUN_DIR", "?")
             key, stop_with = run_dir, f"bash helpers/launch.sh --stop {run_dir}"
@@ -173,7 +177,7 @@ def leftovers(project: str | os.PathLike) -> list[dict]:
             run_dir, key, stop_with = None, "by hand", None
         job = jobs.setdefault(key, {"run_dir": run_dir, "pids": [], "age_s": 0.0, "stop": stop_with})
         job["pids"].append(pid)
-        job["age_s"] = max(job["age_s"], _age(pid))
+        job["age_s"] = max(job["age_s"], time.time() - boot - (started_at(pid) or 0) / _CLOCK_TICKS)
     for job in jobs.values():
         job["pids"].sort()
         job["stop"] = job["stop"] or "bash helpers/launch.sh --stop " + " ".join(map(str, job["pids"]))
@@ -197,7 +201,7 @@ def stop_target(targets: list[str]) -> str:
         if not pids:
             return f"nothing of the job in {run_dir} is running"
         record_end(run_dir, "stopped: by launch.sh --stop")
-        stop([p for p in launchers if any(a.endswith("launch.sh") for a in _cmdline(p))] + pids)
+        stop([p for p in launchers if _is_launcher(p)] + pids)
         stop(run_processes(run_dir))
         return f"stopped {len(pids)} process(es) of the job in {run_dir}"
     if not all(t.isdigit() for t in targets):

@@ -44,6 +44,16 @@ def wait_until_running(run_dir: Path, ranks: int = 2, timeout: float = 90) -> No
     raise AssertionError(f"the job in {run_dir} never started: {sorted(p.name for p in run_dir.glob('*'))}")
 
 
+def started_run(runs: Path, name: str) -> Path:
+    """The run folder launch(name=...) creates under `runs` (TUTORIAL_RUNS_DIR), once its job is training."""
+    deadline = time.time() + 30
+    while not list(runs.glob(f"{name}-*")) and time.time() < deadline:
+        time.sleep(0.1)
+    run_dir = next(runs.glob(f"{name}-*"))
+    wait_until_running(run_dir)
+    return run_dir
+
+
 def seconds_until_gone(run_dir: Path, start: float) -> float:
     while processes_of(run_dir) and time.monotonic() - start < LIMIT + 20:
         time.sleep(0.1)
@@ -64,11 +74,7 @@ def test_killed_caller_takes_the_job_with_it(tmp_path, startup, noise):
     kernel = subprocess.Popen([sys.executable, "-c", code], cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, env={**os.environ, "TUTORIAL_RUNS_DIR": str(tmp_path)})
     try:
-        deadline = time.time() + 30
-        while not list(tmp_path.glob("caller-*")) and time.time() < deadline:
-            time.sleep(0.1)
-        run_dir = next(tmp_path.glob("caller-*"))
-        wait_until_running(run_dir)
+        run_dir = started_run(tmp_path, "caller")
         start = time.monotonic()
         kernel.kill()   # the pipe to launch.sh stays open: nobody reads it, as after a kernel's death
         elapsed = seconds_until_gone(run_dir, start)
@@ -91,11 +97,7 @@ def test_restarting_a_jupyter_kernel_mid_job_stops_the_job(tmp_path):
                                       env={**os.environ, "TUTORIAL_RUNS_DIR": str(tmp_path)})
     try:
         client.execute(f"from helpers import launch\nlaunch({str(JOB)!r}, *{QUIET!r}, workers=2, name='kernel')")
-        deadline = time.time() + 30
-        while not list(tmp_path.glob("kernel-*")) and time.time() < deadline:
-            time.sleep(0.1)
-        run_dir = next(tmp_path.glob("kernel-*"))
-        wait_until_running(run_dir)
+        run_dir = started_run(tmp_path, "kernel")
         start = time.monotonic()
         kernel.restart_kernel(now=True)
         elapsed = seconds_until_gone(run_dir, start)
