@@ -17,7 +17,9 @@ Activations (only when --layers and --hidden are given), for one micro-batch of 
 of `seq` tokens, with b = bytes per element (4 in float32, 2 in mixed precision):
 
 - block "transformer": Korthikanti et al., 2022, "Reducing Activation Recomputation in Large Transformer
-  Models", eq. (2) with tensor and sequence parallelism: s·B·h·(34 + 5·a·s/h) / tp bytes per layer
+  Models", section 4. Their eq. (1) is a layer without parallelism, s·B·h·(34 + 5·a·s/h); eq. (2) tensor
+  parallelism alone, s·B·h·(10 + 24/t + 5·a·s/(h·t)). The planner takes tensor plus sequence parallelism
+  (notebook 11), the whole of eq. (1) divided by t = tp: s·B·h·(34 + 5·a·s/h) / tp bytes per layer
   (a = heads; without --heads the attention-score term is left out, as with flash attention), written
   for 16-bit activations and doubled for float32. With full recompute a layer keeps only its input,
   2·s·B·h / tp bytes (b·s·B·h in float32), and one layer's full activations exist while it is recomputed.
@@ -26,6 +28,11 @@ of `seq` tokens, with b = bytes per element (4 in float32, 2 in mixed precision)
   4h-wide buffers (its output gradient and its input gradient's product), b·8h per token. With recompute
   a layer keeps its input (b·h); the recomputed layer's 5h and the 8h working set come on top.
 
+With a vocabulary (--vocab, or --config), one micro-batch's logits and loss are added: the logits at b bytes
+and a float32 copy for the softmax cross-entropy, s·B·V·(b + 4) / tp bytes (vocabulary-parallel output layer),
+plus the embedding's output, b·s·B·h. They sit on the last and the first stage; the planner adds both to the
+first stage's figure, an upper bound for the fullest card.
+
 A card holds layers / pp layers. Under a 1F1B pipeline schedule the first stage holds min(pp, accumulate)
 micro-batches in flight, so pipeline parallelism does not shrink activations per card (Korthikanti et al.,
 section 4.2.3). Gradient accumulation keeps one micro-batch's activations per step in flight; its
@@ -33,6 +40,18 @@ gradients sum into the gradient buffer counted above.
 
     python -m helpers.memory --params 7e9 --dp 8 --zero 1 --optimizer adam --precision bf16-mixed
     python -m helpers.memory --params 7e9 --dp 8 --zero 1 --json
+    python -m helpers.memory --config config.json --dp 8 --zero 1 --seq 4096 --card 910B
+    python -m helpers.memory --config config.json --seq 4096 --card 910B --search --cards 8
+
+--config reads a Hugging Face config.json (helpers.hf_config: llama, mistral, qwen2, mixtral) for the exact
+parameter count, the layers, hidden size and vocabulary; its heads only limit tp (add --heads for the
+attention-score term; left out, the planner assumes flash attention, as Ascend jobs use). The activation formula
+stays Korthikanti et al.'s, written for a 4h GELU MLP: a SwiGLU or mixture-of-experts layer keeps other bytes.
+--card 910B | 910A | BYTES gives a verdict: it fits when the total is at most
+90% of the card (64 GB or 32 GB, counted as 10^9 bytes: below the cards' 64 and 32 GiB), the rest left to
+MindSpore's runtime, workspace, communication buffers and fragmentation. --search --cards N lists every layout
+dp × tp × pp = N (with each ZeRO stage, with and without recompute) that fits, fewest bytes sent per card and
+step first (see communication_bytes).
 
 GB here means 10^9 bytes, as in the ZeRO paper's figures.
 """
@@ -48,6 +67,8 @@ OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}     # float32 tensors the
 PRECISIONS = ("fp32", "fp16-mixed", "bf16-mixed")
 BLOCKS = ("transformer", "mlp")
 GB = 1e9
+CARDS = {"910B": 64 * GB, "910A": 32 * GB}          # HBM per card (Huawei: Atlas 800T A2's 910B; Atlas 300T's 910)
+USABLE = 0.9                                       # the share of a card the planner lets a plan fill
 COMPONENTS = ("params", "grads", "optimizer", "activations")
 
 
@@ -68,7 +89,7 @@ def bytes_per_param(optimizer: str, precision: str) -> dict[str, int]:
 
 def activation_bytes(*, layers: int, hidden: int, seq: int = 1, micro_batch: int = 1, heads: int | None = None,
                      tp: int = 1, pp: int = 1, accumulate: int = 1, recompute: bool = False,
-                     precision: str = "bf16-mixed", block: str = "transformer") -> int:
+                     precision: str = "bf16-mixed", block: str = "transformer", vocab: int | None = None) -> int:
     """Activation bytes per card for one training step (formulas in the module docstring)."""
     if block not in BLOCKS:
         raise PlanError(f"--block: unknown value {block!r} (choose from {', '.join(BLOCKS)})")
@@ -84,7 +105,30 @@ def activation_bytes(*, layers: int, hidden: int, seq: int = 1, micro_batch: int
     else:
         kept = element * tokens * hidden * (1 if recompute else 5)
         working = element * tokens * hidden * (8 + (5 if recompute else 0))
-    return in_flight * layers_here * kept + working
+    ends = element * tokens * hidden + tokens * vocab * (element + 4) // tp if vocab else 0   # embedding, logits, loss
+    return in_flight * layers_here * kept + working + ends
+
+
+def communication_bytes(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0,
+                        precision: str = "bf16-mixed", layers: int | None = None, hidden: int | None = None,
+                        seq: int = 1, micro_batch: int = 1, accumulate: int = 1, recompute: bool = False) -> dict:
+    """Bytes one card sends per training step, by ring collectives, for {"dp", "tp", "pp", "total"}.
+
+    dp: the gradients' all-reduce (or ZeRO's reduce-scatter plus all-gather), 2·(dp−1)/dp of the card's share
+    of the weights; ZeRO-3 gathers the weights twice, 3·(dp−1)/dp (ZeRO paper, section 7.2). tp: with sequence
+    parallelism two all-gathers and two reduce-scatters of s·B·h per layer forward, the same backward (without
+    it, two all-reduces each way: the same bytes), 8·(tp−1)/tp·s·B·h·b per layer and micro-batch, 12 with
+    recompute (the forward runs twice). pp: a middle stage sends one activation and one gradient of s·B·h/tp per
+    micro-batch. Without --layers and --hidden only the dp term is counted."""
+    element = 2 if precision != "fp32" else 4
+    here = math.ceil(int(params) / (tp * pp))
+    sent = {"dp": (3 if zero >= 3 else 2) * (dp - 1) * here * element // dp, "tp": 0, "pp": 0}
+    if layers is not None and hidden is not None:
+        tokens = seq * micro_batch
+        sent["tp"] = (12 if recompute else 8) * (tp - 1) * tokens * hidden * element * (layers // pp) // tp * accumulate
+        sent["pp"] = 2 * tokens * hidden * element // tp * accumulate if pp > 1 else 0
+    sent["total"] = sum(sent.values())
+    return sent
 
 
 # MindSpore's own sharding levels, AutoParallel.hsdp(optimizer_level=...): what each shards over the data-parallel
@@ -96,12 +140,14 @@ OPTIMIZER_LEVELS = {"level1": {"params", "optimizer"}, "level2": {"params", "opt
 def plan(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, optimizer: str = "adam",
          precision: str = "bf16-mixed", layers: int | None = None, hidden: int | None = None, seq: int = 1,
          micro_batch: int = 1, heads: int | None = None, accumulate: int = 1, recompute: bool = False,
-         block: str = "transformer", optimizer_level: str | None = None) -> dict[str, int]:
+         block: str = "transformer", optimizer_level: str | None = None, vocab: int | None = None) -> dict[str, int]:
     """Bytes per card: {"params", "grads", "optimizer", "activations", "total"} (integers). `zero` is the ZeRO
     stage; `optimizer_level` instead plans MindSpore's hsdp level ("level1", "level2", "level3")."""
     counts = {"--params": params, "--dp": dp, "--tp": tp, "--pp": pp, "--seq": seq, "--micro-batch": micro_batch,
-              "--accumulate": accumulate, "--layers": layers, "--hidden": hidden, "--heads": heads}
+              "--accumulate": accumulate, "--layers": layers, "--hidden": hidden, "--heads": heads, "--vocab": vocab}
     for flag, value in counts.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise PlanError(f"{flag}: must be a number, got {value!r} ({type(value).__name__})")
         if value is not None and not (value > 0 and float(value).is_integer()):
             raise PlanError(f"{flag}: must be a positive whole number, got {value!r}")
     if zero not in (0, 1, 2, 3):
@@ -127,9 +173,67 @@ def plan(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0,
     out = {name: per_param[name] * (shard if sharded[name] else here) for name in per_param}
     out["activations"] = 0 if layers is None else activation_bytes(
         layers=layers, hidden=hidden, seq=seq, micro_batch=micro_batch, heads=heads, tp=tp, pp=pp,
-        accumulate=accumulate, recompute=recompute, precision=precision, block=block)
+        accumulate=accumulate, recompute=recompute, precision=precision, block=block, vocab=vocab)
     out["total"] = sum(out[name] for name in COMPONENTS)
     return out
+
+
+def card_bytes(card: str) -> float:
+    """910B, 910A, or a size in bytes (7.2e10)."""
+    if card in CARDS:
+        return CARDS[card]
+    try:
+        size = float(card)
+    except ValueError:
+        raise PlanError(f"--card: {card!r} is not 910B, 910A or a size in bytes") from None
+    if size <= 0:
+        raise PlanError(f"--card: must be a positive size in bytes, got {card!r}")
+    return size
+
+
+def verdict(total: float, card: str) -> tuple[bool, str]:
+    """Whether `total` bytes fit on `card`, and one sentence saying by how much and why."""
+    size = card_bytes(card)
+    allowed = USABLE * size
+    name = f"a {card} ({size / GB:.0f} GB)" if card in CARDS else f"a card of {size / GB:.1f} GB"
+    if total <= allowed:
+        return True, (f"fits on {name}: {total / GB:.1f} GB planned, {(allowed - total) / GB:.1f} GB to spare inside "
+                      f"the {allowed / GB:.1f} GB the planner allows (the last {1 - USABLE:.0%} is left to MindSpore's "
+                      "runtime, workspace, communication buffers and fragmentation)")
+    return False, (f"does not fit on {name}: {total / GB:.1f} GB planned, {(total - allowed) / GB:.1f} GB over the "
+                   f"{allowed / GB:.1f} GB the planner allows: shard further (--zero, --tp, --pp), --recompute, or "
+                   "more cards (--search --cards N)")
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def search(params: float, cards: int, card: str, *, heads: int | None = None, split: tuple = (),
+           **options) -> list[dict]:
+    """Every layout dp × tp × pp = cards, each ZeRO stage, with and without recompute, that fits on `card`:
+    [{"dp", "tp", "pp", "zero", "recompute", "total", "sent"}], fewest bytes sent per card and step first.
+    tp must divide the hidden size and every count in `split` (attention and key/value heads); pp must divide
+    the layers, and a pipeline needs at least pp micro-batches per step (MindSpore: micro_batch_num >= stages)."""
+    fits = []
+    layers, hidden = options.get("layers"), options.get("hidden")
+    for tp in _divisors(cards):
+        if any(n is not None and n % tp for n in (hidden, heads, *split)):
+            continue
+        for pp in _divisors(cards // tp):
+            if (layers is not None and layers % pp) or (pp > 1 and options.get("accumulate", 1) < pp):
+                continue
+            dp = cards // (tp * pp)
+            for zero in (0, 1, 2, 3) if dp > 1 else (0,):
+                for recompute in (False, True):
+                    layout = {"dp": dp, "tp": tp, "pp": pp, "zero": zero}
+                    total = plan(params, heads=heads, recompute=recompute, **layout, **options)["total"]
+                    if total <= USABLE * card_bytes(card):
+                        sent = communication_bytes(params, recompute=recompute, **layout, **{
+                            k: v for k, v in options.items() if k in ("precision", "layers", "hidden", "seq",
+                                                                      "micro_batch", "accumulate")})["total"]
+                        fits.append({**layout, "recompute": recompute, "total": total, "sent": sent})
+    return sorted(fits, key=lambda f: (f["sent"], f["recompute"], f["zero"], f["total"]))   # then the least work
 
 
 class _Parser(argparse.ArgumentParser):
@@ -144,9 +248,21 @@ def _count(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
 
 
+def _negative_values_joined(argv: list[str]) -> list[str]:
+    """["--params", "-7e9"] as ["--params=-7e9"]: argparse would read -7e9 as a flag and say the value is missing."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and arg[:1] == "-" and arg[1:2].isdigit():
+            out[-1] += "=" + arg
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="python -m helpers.memory", description="Bytes per card for training a model.")
-    parser.add_argument("--params", type=_count, required=True, help="parameter count, e.g. 7e9")
+    parser.add_argument("--params", type=_count, help="parameter count, e.g. 7e9 (or --config)")
+    parser.add_argument("--config", help="a Hugging Face config.json: the exact parameter count and the shape")
     parser.add_argument("--dp", type=_count, default=1, help="data-parallel degree")
     parser.add_argument("--tp", type=_count, default=1, help="tensor-parallel degree")
     parser.add_argument("--pp", type=_count, default=1, help="pipeline-parallel degree (stages)")
@@ -157,31 +273,75 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layers", type=_count, help="layers, for activations")
     parser.add_argument("--hidden", type=_count, help="hidden size, for activations")
     parser.add_argument("--heads", type=_count, help="attention heads (adds the attention-score term)")
+    parser.add_argument("--vocab", type=_count, help="vocabulary size (adds the logits and the loss)")
     parser.add_argument("--seq", type=_count, default=1, help="sequence length")
     parser.add_argument("--micro-batch", type=_count, default=1, help="sequences per micro-batch, per card")
     parser.add_argument("--accumulate", type=_count, default=1, help="gradient-accumulation steps")
     parser.add_argument("--recompute", action="store_true", help="full activation recompute")
     parser.add_argument("--block", default="transformer", help="transformer | mlp")
+    parser.add_argument("--card", help="910B | 910A | a size in bytes: say whether the plan fits")
+    parser.add_argument("--search", action="store_true", help="list the layouts of --cards cards that fit --card")
+    parser.add_argument("--cards", type=_count, help="with --search: the number of cards")
     parser.add_argument("--json", action="store_true", help="print bytes as one JSON object")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_negative_values_joined(sys.argv[1:] if argv is None else argv))
     whole = {k: (int(v) if isinstance(v, float) and v > 0 and v.is_integer() else v) for k, v in vars(args).items()}
     try:
+        shape = None
+        if args.config:
+            if args.params is not None:
+                raise PlanError("--params: give it or --config, not both (--config counts the parameters)")
+            from helpers.hf_config import ConfigError, read_config
+            try:
+                shape = read_config(args.config)
+            except ConfigError as exc:
+                raise PlanError(f"--config: {exc}") from None
+            whole.update(params=shape.parameters(), layers=shape.layers, hidden=shape.hidden, vocab=shape.vocab)
+        elif args.params is None:
+            raise PlanError("--params: give the parameter count (or --config config.json)")
+        if args.search and (args.cards is None or not args.card):
+            raise PlanError("--search: give --cards N and --card 910B|910A|BYTES with it")
+        if args.card:
+            card_bytes(args.card)
+        options = {"optimizer": args.optimizer, "precision": args.precision, "layers": whole["layers"],
+                   "hidden": whole["hidden"], "seq": whole["seq"], "micro_batch": whole["micro_batch"],
+                   "accumulate": whole["accumulate"], "block": args.block, "vocab": whole["vocab"]}
         result = plan(whole["params"], dp=whole["dp"], tp=whole["tp"], pp=whole["pp"], zero=args.zero,
-                      optimizer=args.optimizer, precision=args.precision, layers=whole["layers"],
-                      hidden=whole["hidden"], seq=whole["seq"], micro_batch=whole["micro_batch"],
-                      heads=whole["heads"], accumulate=whole["accumulate"], recompute=args.recompute,
-                      block=args.block, optimizer_level=args.optimizer_level)
+                      heads=whole["heads"], recompute=args.recompute, optimizer_level=args.optimizer_level, **options)
+        layouts = None
+        if args.search:
+            cards = whole["cards"]
+            if not isinstance(cards, int):
+                raise PlanError(f"--cards: must be a positive whole number, got {args.cards!r}")
+            layouts = search(whole["params"], cards, args.card, heads=whole["heads"],
+                             split=(shape.heads, shape.kv_heads) if shape else (), **options)
     except PlanError as exc:
         print(f"helpers.memory: {exc}", file=sys.stderr)
         return 2
+    fits, why = verdict(result["total"], args.card) if args.card else (None, None)
     if args.json:
-        print(json.dumps(result))
+        out = {**result, "parameters": int(whole["params"])}
+        if args.card:
+            out.update(card=args.card, card_bytes=int(card_bytes(args.card)), fits=fits)
+        if layouts is not None:
+            out["layouts"] = layouts
+        print(json.dumps(out))
         return 0
     sharding = f"hsdp {args.optimizer_level}" if args.optimizer_level else f"ZeRO stage {args.zero}"
-    print(f"{args.params:.4g} parameters, dp {whole['dp']} x tp {whole['tp']} x pp {whole['pp']}, {sharding}, "
+    model = f"{shape.model_type} from {args.config}: {whole['params']:,}" if shape else f"{args.params:.4g}"
+    print(f"{model} parameters, dp {whole['dp']} x tp {whole['tp']} x pp {whole['pp']}, {sharding}, "
           f"{args.optimizer}, {args.precision}: per card")
     for name in (*COMPONENTS, "total"):
         print(f"  {name:<12}{result[name] / GB:10.3f} GB")
+    if why:
+        print(why)
+    if layouts is not None:
+        print(f"layouts of {whole['cards']} cards that fit on {args.card}, fewest bytes sent per card and step first "
+              f"(pipelines need --accumulate >= pp):" if layouts else
+              f"no layout of {whole['cards']} cards fits on {args.card}: more cards, a shorter --seq, or --accumulate")
+        for f in layouts[:20]:
+            print(f"  dp {f['dp']} x tp {f['tp']} x pp {f['pp']}, ZeRO {f['zero']}"
+                  f"{' + recompute' if f['recompute'] else ''}: {f['total'] / GB:.1f} GB per card, "
+                  f"{f['sent'] / GB:.2f} GB sent per step")
     return 0
 
 

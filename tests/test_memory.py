@@ -58,9 +58,9 @@ def test_cli_json():
     result = run_cli("--params", "7.5e9", "--dp", "64", "--zero", "2", "--precision", "fp16-mixed", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert list(data) == ["params", "grads", "optimizer", "activations", "total"]
+    assert list(data) == ["params", "grads", "optimizer", "activations", "total", "parameters"]
     assert all(isinstance(v, int) for v in data.values())
-    assert round(data["total"] / GB, 1) == 16.6
+    assert round(data["total"] / GB, 1) == 16.6 and data["parameters"] == 7_500_000_000
 
 
 @pytest.mark.parametrize("args, flag", [
@@ -76,6 +76,14 @@ def test_cli_json():
     (("--params", "1e9", "--layers", "32", "--hidden", "4096", "--block", "rnn"), "--block"),
     (("--params", "seven"), "--params"),
     (("--params", "1e9", "--layers", "32"), "--layers"),
+    (("--dp", "8"), "--params"),
+    (("--params", "1e9", "--card", "910C"), "--card"),
+    (("--params", "1e9", "--card", "-64e9"), "--card"),
+    (("--params", "1e9", "--card", "910B", "--search"), "--search"),
+    (("--params", "1e9", "--card", "910B", "--search", "--cards", "2.5"), "--cards"),
+    (("--config", "tests/data/hf_configs/Qwen2-7B.json", "--params", "7e9"), "--params"),
+    (("--config", "tests/data/hf_configs/missing.json"), "--config"),
+    (("--config", "pyproject.toml"), "--config"),
 ])
 def test_cli_bad_input_names_the_flag(args, flag):
     result = run_cli(*args)
@@ -84,9 +92,18 @@ def test_cli_bad_input_names_the_flag(args, flag):
     assert len(lines) == 1 and flag in lines[0], result.stderr
 
 
+def test_negative_values_are_read_as_values():
+    result = run_cli("--params", "-7e9")
+    assert "--params: must be a positive whole number, got -7000000000.0" in result.stderr, result.stderr
+
+
 def test_plan_raises_named_errors():
     with pytest.raises(PlanError, match="--dp"):
         plan(1e9, dp=0)
+    with pytest.raises(PlanError, match="--params: must be a number, got '7e9'"):
+        plan("7e9")
+    with pytest.raises(PlanError, match="--hidden: must be a number"):
+        plan(1e9, layers=2, hidden=[8])
     with pytest.raises(PlanError, match="--optimizer"):
         plan(1e9, optimizer="adagrad")
 
@@ -102,3 +119,75 @@ def test_mindspore_optimizer_levels_shard_what_the_hsdp_docstring_says():
         plan(8e9, dp=8, optimizer_level="1")
     with pytest.raises(PlanError, match="give it or --zero, not both"):
         plan(8e9, dp=8, zero=1, optimizer_level="level1")
+
+
+CONFIGS = ROOT / "tests" / "data" / "hf_configs"   # the architecture fields of each model's published config.json
+
+
+@pytest.mark.parametrize("name, count", [
+    ("Llama-2-7b-hf", 6_738_415_616), ("Mistral-7B-v0.1", 7_241_732_096), ("Qwen2-7B", 7_615_616_512),
+    ("Qwen2-0.5B", 494_032_768), ("Mixtral-8x7B-v0.1", 46_702_792_704)])
+def test_config_json_gives_the_published_parameter_count(name, count):
+    result = run_cli("--config", str(CONFIGS / f"{name}.json"), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["parameters"] == count
+
+
+def test_model_differences_are_counted():
+    from helpers.hf_config import read_config
+
+    qwen, mixtral = read_config(CONFIGS / "Qwen2-0.5B.json"), read_config(CONFIGS / "Mixtral-8x7B-v0.1.json")
+    assert qwen.qkv_bias and not qwen.o_bias and qwen.tied_embeddings and qwen.kv_heads == 2
+    assert mixtral.experts == 8 and mixtral.experts_per_token == 2
+    assert mixtral.active_parameters() == 12_879_925_248          # "12.9B active parameters"
+
+
+def test_vocabulary_adds_logits_and_loss():
+    without = plan(1, layers=2, hidden=8, seq=4, micro_batch=2)["activations"]
+    with_vocab = plan(1, layers=2, hidden=8, seq=4, micro_batch=2, vocab=100, tp=1)["activations"]
+    assert with_vocab - without == 2 * 8 * 8 + 8 * 100 * (2 + 4)   # embedding output; logits + float32 loss
+
+
+def test_card_verdict():
+    fits = json.loads(run_cli("--config", str(CONFIGS / "Llama-2-7b-hf.json"), "--dp", "8", "--zero", "1",
+                              "--card", "910B", "--json").stdout)
+    assert fits["fits"] and fits["card_bytes"] == 64 * GB and fits["total"] <= 0.9 * 64 * GB
+    loud = run_cli("--config", str(CONFIGS / "Llama-2-7b-hf.json"), "--dp", "8", "--card", "910A")
+    assert "does not fit on a 910A (32 GB)" in loud.stdout and "GB over the 28.8 GB" in loud.stdout
+
+
+def test_search_lists_fitting_layouts_fewest_bytes_first():
+    result = run_cli("--config", str(CONFIGS / "Qwen2-7B.json"), "--seq", "4096", "--accumulate", "8",
+                     "--card", "910B", "--search", "--cards", "8", "--json")
+    layouts = json.loads(result.stdout)["layouts"]
+    assert layouts and all(f["dp"] * f["tp"] * f["pp"] == 8 and f["total"] <= 0.9 * 64 * GB for f in layouts)
+    assert [f["sent"] for f in layouts] == sorted(f["sent"] for f in layouts)
+    assert all(28 % f["tp"] == 0 and 4 % f["tp"] == 0 and 28 % f["pp"] == 0 for f in layouts)   # heads, layers
+    assert {(f["dp"], f["tp"], f["pp"]) for f in layouts} >= {(2, 1, 4), (8, 1, 1)}
+    assert (8, 1, 1, 0) not in {(f["dp"], f["tp"], f["pp"], f["zero"]) for f in layouts}, "plain DP: 121 GB"
+
+
+def test_communication_formula():
+    from helpers.memory import communication_bytes
+
+    assert communication_bytes(8000, dp=4, precision="fp32")["dp"] == 2 * 3 * 8000 * 4 // 4
+    assert communication_bytes(8000, dp=4, zero=3, precision="fp32")["dp"] == 3 * 3 * 8000 * 4 // 4
+    tp = communication_bytes(0 + 8, tp=2, layers=2, hidden=8, seq=4, precision="fp32")
+    assert tp["tp"] == 8 * 1 * 4 * 8 * 4 * 2 // 2 and tp["pp"] == 0
+
+
+@pytest.mark.parametrize("kv_heads", [8, 2])
+def test_config_count_equals_notebook_11s_gpt(kv_heads, tmp_path):
+    """The counting rules against a real model: notebook 11's GPT, written as the llama config.json it is."""
+    from helpers.hf_config import read_config
+    from helpers.scripts import notebook_scripts
+
+    namespace = {}
+    exec(notebook_scripts(ROOT / "notebooks" / "11_gpt_tensor_parallel.ipynb")["scripts/gpt.py"], namespace)
+    cfg = {**namespace["CONFIG"], "kv_heads": kv_heads}
+    config = {"model_type": "llama", "vocab_size": cfg["vocab"], "hidden_size": cfg["dim"],
+              "num_hidden_layers": cfg["layers"], "num_attention_heads": cfg["heads"],
+              "num_key_value_heads": kv_heads, "intermediate_size": cfg["ffn"], "tie_word_embeddings": False}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    built = sum(w.size for w in namespace["init_weights"](cfg).values())
+    assert read_config(tmp_path / "config.json").parameters() == built

@@ -1,0 +1,109 @@
+"""A model's shape from its Hugging Face `config.json`, and its exact parameter count, for the planner:
+`python -m helpers.memory --config PATH` (notebook 09 introduces the planner).
+
+Counted as the Hugging Face implementations build the weights, for the model types below:
+
+- llama, mistral: embedding V·h; per layer q (h × heads·d), k and v (h × kv_heads·d each), o (heads·d × h), biases
+  on q, k, v and o only when `attention_bias` is true (llama); SwiGLU MLP gate and up (h × I) and down (I × h),
+  biases when `mlp_bias` is true (llama); two RMSNorm weights (h each); a final RMSNorm; an output layer V·h
+  unless `tie_word_embeddings` (then the embedding is reused).
+- qwen2: as llama, with biases on q, k and v always and never on o or the MLP.
+- mixtral: as mistral, but each layer's MLP is `num_local_experts` SwiGLU experts (w1, w3: h × I, w2: I × h) and
+  a router (h × experts, no bias); `num_experts_per_tok` of them run for each token.
+
+d is `head_dim` when the config gives it, else h / heads. Parameters counted this way equal the published counts
+of Llama-2-7B (6,738,415,616), Mistral-7B (7,241,732,096), Qwen2-7B (7,615,616,512), Qwen2-0.5B (494,032,768)
+and Mixtral-8x7B (46,702,792,704); the tests check them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+MODEL_TYPES = ("llama", "mistral", "qwen2", "mixtral")
+
+
+class ConfigError(ValueError):
+    """A config.json the planner cannot read; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    model_type: str
+    vocab: int
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    experts: int = 1            # 1: a dense MLP
+    experts_per_token: int = 1
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    tied_embeddings: bool = False
+
+    def layer_parameters(self) -> int:
+        h, d = self.hidden, self.head_dim
+        attention = h * self.heads * d + 2 * h * self.kv_heads * d + self.heads * d * h
+        attention += (self.heads * d + 2 * self.kv_heads * d) * self.qkv_bias + h * self.o_bias
+        mlp = 3 * h * self.intermediate + (2 * self.intermediate + h) * self.mlp_bias
+        router = h * self.experts if self.experts > 1 else 0
+        return attention + self.experts * mlp + router + 2 * h      # two RMSNorm weights
+
+    def parameters(self) -> int:
+        """The exact parameter count."""
+        embeddings = self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+        return embeddings + self.layers * self.layer_parameters() + self.hidden   # + the final RMSNorm
+
+    def active_parameters(self) -> int:
+        """Parameters one token passes through (a mixture of experts runs experts_per_token of its experts)."""
+        idle = (self.experts - self.experts_per_token) * 3 * self.hidden * self.intermediate
+        return self.parameters() - self.layers * idle
+
+
+def _field(config: dict, name: str, where: str, default=None):
+    value = config.get(name)
+    value = default if value is None else value      # a field may be absent, or present as null
+    if value is None:
+        raise ConfigError(f"{where}: no {name!r} field (a {config.get('model_type')} config needs it)")
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"{where}: {name!r} must be a positive whole number, got {value!r}")
+    return value
+
+
+def read_config(path: str | Path) -> ModelShape:
+    """The shape of the model a Hugging Face config.json describes."""
+    where = str(path)
+    try:
+        config = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{where}: no such file") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{where}: not JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"{where}: not a config.json (a JSON object)")
+    model_type = config.get("model_type")
+    if model_type not in MODEL_TYPES:
+        raise ConfigError(f"{where}: model_type {model_type!r} is not one the planner counts "
+                          f"({', '.join(MODEL_TYPES)}); give --params and the shape flags instead")
+    hidden = _field(config, "hidden_size", where)
+    heads = _field(config, "num_attention_heads", where)
+    kv_heads = _field(config, "num_key_value_heads", where, heads)
+    if heads % kv_heads:
+        raise ConfigError(f"{where}: num_key_value_heads {kv_heads} does not divide num_attention_heads {heads}")
+    moe = model_type == "mixtral"
+    return ModelShape(
+        model_type=model_type, vocab=_field(config, "vocab_size", where), hidden=hidden,
+        layers=_field(config, "num_hidden_layers", where), heads=heads, kv_heads=kv_heads,
+        head_dim=_field(config, "head_dim", where, hidden // heads),
+        intermediate=_field(config, "intermediate_size", where),
+        experts=_field(config, "num_local_experts", where) if moe else 1,
+        experts_per_token=_field(config, "num_experts_per_tok", where) if moe else 1,
+        qkv_bias=model_type == "qwen2" or (model_type == "llama" and bool(config.get("attention_bias"))),
+        o_bias=model_type == "llama" and bool(config.get("attention_bias")),
+        mlp_bias=model_type == "llama" and bool(config.get("mlp_bias")),
+        tied_embeddings=bool(config.get("tie_word_embeddings", False)))
