@@ -63,6 +63,8 @@ import json
 import math
 import sys
 
+from helpers.mesh import factorizations
+
 OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}     # float32 tensors the size of the weights
 PRECISIONS = ("fp32", "fp16-mixed", "bf16-mixed")
 BLOCKS = ("transformer", "mlp")
@@ -205,10 +207,6 @@ def verdict(total: float, card: str) -> tuple[bool, str]:
                    "more cards (--search --cards N)")
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
 def search(params: float, cards: int, card: str, *, heads: int | None = None, split: tuple = (),
            **options) -> list[dict]:
     """Every layout dp × tp × pp = cards, each ZeRO stage, with and without recompute, that fits on `card`:
@@ -217,22 +215,21 @@ def search(params: float, cards: int, card: str, *, heads: int | None = None, sp
     the layers, and a pipeline needs at least pp micro-batches per step (MindSpore: micro_batch_num >= stages)."""
     fits = []
     layers, hidden = options.get("layers"), options.get("hidden")
-    for tp in _divisors(cards):
+    for degrees in factorizations(cards, ("dp", "tp", "pp")):
+        dp, tp, pp = degrees.values()
         if any(n is not None and n % tp for n in (hidden, heads, *split)):
             continue
-        for pp in _divisors(cards // tp):
-            if (layers is not None and layers % pp) or (pp > 1 and options.get("accumulate", 1) < pp):
-                continue
-            dp = cards // (tp * pp)
-            for zero in (0, 1, 2, 3) if dp > 1 else (0,):
-                for recompute in (False, True):
-                    layout = {"dp": dp, "tp": tp, "pp": pp, "zero": zero}
-                    total = plan(params, heads=heads, recompute=recompute, **layout, **options)["total"]
-                    if total <= USABLE * card_bytes(card):
-                        sent = communication_bytes(params, recompute=recompute, **layout, **{
-                            k: v for k, v in options.items() if k in ("precision", "layers", "hidden", "seq",
-                                                                      "micro_batch", "accumulate")})["total"]
-                        fits.append({**layout, "recompute": recompute, "total": total, "sent": sent})
+        if (layers is not None and layers % pp) or (pp > 1 and options.get("accumulate", 1) < pp):
+            continue
+        for zero in (0, 1, 2, 3) if dp > 1 else (0,):
+            for recompute in (False, True):
+                layout = {**degrees, "zero": zero}
+                total = plan(params, heads=heads, recompute=recompute, **layout, **options)["total"]
+                if total <= USABLE * card_bytes(card):
+                    sent = communication_bytes(params, recompute=recompute, **layout, **{
+                        k: v for k, v in options.items() if k in ("precision", "layers", "hidden", "seq",
+                                                                  "micro_batch", "accumulate")})["total"]
+                    fits.append({**layout, "recompute": recompute, "total": total, "sent": sent})
     return sorted(fits, key=lambda f: (f["sent"], f["recompute"], f["zero"], f["total"]))   # then the least work
 
 
