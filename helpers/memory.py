@@ -210,7 +210,9 @@ def verdict(total: float, card: str) -> tuple[bool, str]:
 def search(params: float, cards: int, card: str, *, heads: int | None = None, split: tuple = (),
            **options) -> list[dict]:
     """Every layout dp × tp × pp = cards, each ZeRO stage, with and without recompute, that fits on `card`:
-    [{"dp", "tp", "pp", "zero", "recompute", "total", "sent"}], fewest bytes sent per card and step first.
+    [{"dp", "tp", "pp", "zero", "recompute", "total", "sent", "bubble"}], fewest bytes sent per card and step
+    first. Bytes are not time: the pipeline's idle share, (pp−1)/(accumulate+pp−1), is given beside them, and
+    recompute's second forward pass is not weighed at all.
     tp must divide the hidden size and every count in `split` (attention and key/value heads); pp must divide
     the layers, and a pipeline needs at least pp micro-batches per step (MindSpore: micro_batch_num >= stages)."""
     fits = []
@@ -229,7 +231,8 @@ def search(params: float, cards: int, card: str, *, heads: int | None = None, sp
                     sent = communication_bytes(params, recompute=recompute, **layout, **{
                         k: v for k, v in options.items() if k in ("precision", "layers", "hidden", "seq",
                                                                   "micro_batch", "accumulate")})["total"]
-                    fits.append({**layout, "recompute": recompute, "total": total, "sent": sent})
+                    bubble = (pp - 1) / (options.get("accumulate", 1) + pp - 1)    # notebook 10's formula
+                    fits.append({**layout, "recompute": recompute, "total": total, "sent": sent, "bubble": bubble})
     return sorted(fits, key=lambda f: (f["sent"], f["recompute"], f["zero"], f["total"]))   # then the least work
 
 
@@ -336,9 +339,10 @@ def main(argv: list[str] | None = None) -> int:
               f"(pipelines need --accumulate >= pp):" if layouts else
               f"no layout of {whole['cards']} cards fits on {args.card}: more cards, a shorter --seq, or --accumulate")
         for f in layouts[:20]:
+            idle = f", pipeline idle {f['bubble']:.0%}" if f["pp"] > 1 else ""
             print(f"  dp {f['dp']} x tp {f['tp']} x pp {f['pp']}, ZeRO {f['zero']}"
                   f"{' + recompute' if f['recompute'] else ''}: {f['total'] / GB:.1f} GB per card, "
-                  f"{f['sent'] / GB:.2f} GB sent per step")
+                  f"{f['sent'] / GB:.2f} GB sent per step{idle}")
     return 0
 
 
