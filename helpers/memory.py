@@ -63,6 +63,7 @@ import json
 import math
 import sys
 
+from helpers.hf_config import ConfigError, read_config
 from helpers.mesh import factorizations
 
 OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}     # float32 tensors the size of the weights
@@ -78,15 +79,19 @@ class PlanError(ValueError):
     """Bad input; the message starts with the flag it names."""
 
 
+def element_bytes(precision: str) -> int:
+    """Bytes of one weight, gradient or activation: 2 in fp16/bf16 mixed precision, 4 in float32."""
+    return 2 if precision != "fp32" else 4
+
+
 def bytes_per_param(optimizer: str, precision: str) -> dict[str, int]:
     """Bytes per parameter for the weights, the gradients and the optimizer state (ZeRO's 2 + 2 + K)."""
     if optimizer not in OPTIMIZER_SLOTS:
         raise PlanError(f"--optimizer: unknown value {optimizer!r} (choose from {', '.join(OPTIMIZER_SLOTS)})")
     if precision not in PRECISIONS:
         raise PlanError(f"--precision: unknown value {precision!r} (choose from {', '.join(PRECISIONS)})")
-    mixed = precision != "fp32"
-    weight = 2 if mixed else 4
-    return {"params": weight, "grads": weight, "optimizer": 4 * OPTIMIZER_SLOTS[optimizer] + (4 if mixed else 0)}
+    weight, master_copy = element_bytes(precision), 4 if precision != "fp32" else 0
+    return {"params": weight, "grads": weight, "optimizer": 4 * OPTIMIZER_SLOTS[optimizer] + master_copy}
 
 
 def activation_bytes(*, layers: int, hidden: int, seq: int = 1, micro_batch: int = 1, heads: int | None = None,
@@ -95,7 +100,7 @@ def activation_bytes(*, layers: int, hidden: int, seq: int = 1, micro_batch: int
     """Activation bytes per card for one training step (formulas in the module docstring)."""
     if block not in BLOCKS:
         raise PlanError(f"--block: unknown value {block!r} (choose from {', '.join(BLOCKS)})")
-    element = 2 if precision != "fp32" else 4
+    element = element_bytes(precision)
     tokens = seq * micro_batch
     layers_here = layers // pp
     in_flight = min(pp, accumulate)
@@ -122,7 +127,7 @@ def communication_bytes(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1,
     it, two all-reduces each way: the same bytes), 8·(tp−1)/tp·s·B·h·b per layer and micro-batch, 12 with
     recompute (the forward runs twice). pp: a middle stage sends one activation and one gradient of s·B·h/tp per
     micro-batch. Without --layers and --hidden only the dp term is counted."""
-    element = 2 if precision != "fp32" else 4
+    element = element_bytes(precision)
     here = math.ceil(int(params) / (tp * pp))
     sent = {"dp": (3 if zero >= 3 else 2) * (dp - 1) * here * element // dp, "tp": 0, "pp": 0}
     if layers is not None and hidden is not None:
@@ -215,23 +220,23 @@ def search(params: float, cards: int, card: str, *, heads: int | None = None, sp
     recompute's second forward pass is not weighed at all.
     tp must divide the hidden size and every count in `split` (attention and key/value heads); pp must divide
     the layers, and a pipeline needs at least pp micro-batches per step (MindSpore: micro_batch_num >= stages)."""
-    fits = []
-    layers, hidden = options.get("layers"), options.get("hidden")
+    fits, allowed = [], USABLE * card_bytes(card)
+    layers, hidden, accumulate = options.get("layers"), options.get("hidden"), options.get("accumulate", 1)
+    traffic = {k: options[k] for k in ("precision", "layers", "hidden", "seq", "micro_batch", "accumulate")
+               if k in options}
     for degrees in factorizations(cards, ("dp", "tp", "pp")):
         dp, tp, pp = degrees.values()
         if any(n is not None and n % tp for n in (hidden, heads, *split)):
             continue
-        if (layers is not None and layers % pp) or (pp > 1 and options.get("accumulate", 1) < pp):
+        if (layers is not None and layers % pp) or (pp > 1 and accumulate < pp):
             continue
+        bubble = (pp - 1) / (accumulate + pp - 1)    # notebook 10's formula
         for zero in (0, 1, 2, 3) if dp > 1 else (0,):
             for recompute in (False, True):
                 layout = {**degrees, "zero": zero}
                 total = plan(params, heads=heads, recompute=recompute, **layout, **options)["total"]
-                if total <= USABLE * card_bytes(card):
-                    sent = communication_bytes(params, recompute=recompute, **layout, **{
-                        k: v for k, v in options.items() if k in ("precision", "layers", "hidden", "seq",
-                                                                  "micro_batch", "accumulate")})["total"]
-                    bubble = (pp - 1) / (options.get("accumulate", 1) + pp - 1)    # notebook 10's formula
+                if total <= allowed:
+                    sent = communication_bytes(params, recompute=recompute, **layout, **traffic)["total"]
                     fits.append({**layout, "recompute": recompute, "total": total, "sent": sent, "bubble": bubble})
     return sorted(fits, key=lambda f: (f["sent"], f["recompute"], f["zero"], f["total"]))   # then the least work
 
@@ -290,7 +295,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.config:
             if args.params is not None:
                 raise PlanError("--params: give it or --config, not both (--config counts the parameters)")
-            from helpers.hf_config import ConfigError, read_config
             try:
                 shape = read_config(args.config)
             except ConfigError as exc:

@@ -172,7 +172,7 @@ def test_communication_formula():
 
     assert communication_bytes(8000, dp=4, precision="fp32")["dp"] == 2 * 3 * 8000 * 4 // 4
     assert communication_bytes(8000, dp=4, zero=3, precision="fp32")["dp"] == 3 * 3 * 8000 * 4 // 4
-    tp = communication_bytes(0 + 8, tp=2, layers=2, hidden=8, seq=4, precision="fp32")
+    tp = communication_bytes(8, tp=2, layers=2, hidden=8, seq=4, precision="fp32")
     assert tp["tp"] == 8 * 1 * 4 * 8 * 4 * 2 // 2 and tp["pp"] == 0
 
 
