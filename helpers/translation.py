@@ -1,0 +1,266 @@
+"""The Chinese edition (中文版): notebooks/zh_CN/ generated from the English notebooks and their catalogues.
+
+English is the source. Each English notebook has one gettext catalogue, translations/zh_CN/<notebook>.po,
+with one entry per paragraph of its markdown cells (msgid: the English paragraph, msgstr: its Chinese),
+read and written with babel. The Chinese notebook is the English one with every markdown paragraph
+replaced by its translation: code cells and all metadata are copied as they are, so the Chinese notebook
+runs exactly as the English one does. Notebook links stay between Chinese siblings; other relative links
+gain a `../` (the README's go to README.zh-CN.md).
+
+    python -m helpers.translation update [NOTEBOOK ...]    # catalogues follow the English text
+    python -m helpers.translation generate [NOTEBOOK ...]  # notebooks/zh_CN/ from the catalogues
+    python -m helpers.translation check [NOTEBOOK ...]     # what is untranslated, fuzzy, stale or inconsistent
+
+`update` adds each new English paragraph; one that replaced a similar paragraph keeps the old translation,
+marked fuzzy, with the old English beside it (`#| msgid`), so the translator sees exactly what changed.
+A translator edits the msgstr, deletes the `#, fuzzy` line, then runs `generate`. `make zh` runs all three.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import io
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+CHINESE = NOTEBOOKS / "zh_CN"                     # the generated Chinese notebooks
+CATALOGUES = ROOT / "translations" / "zh_CN"      # one .po per notebook
+GLOSSARY = ROOT / "translations" / "glossary.tsv"  # one Chinese term per concept, for the whole series
+FIXED_DATE = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)  # headers do not change on update
+HEADER = """\
+# The Chinese translation of notebooks/{name}, one entry per English markdown paragraph.
+# notebooks/zh_CN/{name} is generated from it: `make zh`. An entry marked fuzzy had its English
+# changed (the old English is the `#| msgid` above it): fix the msgstr, then delete the `#, fuzzy` line.
+# Terms: translations/glossary.tsv."""
+ENGLISH_LINK = "> English edition: [{name}](../{name})"
+
+
+def english_notebooks() -> list[Path]:
+    return sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
+
+
+def paragraphs(markdown: str) -> list[str]:
+    """A markdown cell's paragraphs: split at blank lines, except inside a ``` fence."""
+    chunks, current, fenced = [], [], False
+    for line in markdown.split("\n"):
+        if line.strip().startswith("```"):
+            fenced = not fenced
+        if not line.strip() and not fenced:
+            if current:
+                chunks.append("\n".join(current))
+            current = []
+        else:
+            current.append(line)
+    if current:
+        chunks.append("\n".join(current))
+    return chunks
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def english_paragraphs(notebook: Path) -> list[tuple[int, str]]:
+    """(cell index, paragraph) for every paragraph of every markdown cell, in order."""
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    return [(i, paragraph) for i, cell in enumerate(cells) if cell["cell_type"] == "markdown"
+            for paragraph in paragraphs(_source(cell))]
+
+
+def catalogue_path(notebook: Path) -> Path:
+    return CATALOGUES / notebook.with_suffix(".po").name
+
+
+def read_catalogue(path: Path):
+    from babel.messages.pofile import read_po
+
+    with open(path, "rb") as f:
+        return read_po(f, locale="zh_CN")
+
+
+def write_catalogue(catalogue, path: Path) -> None:
+    from babel.messages.pofile import write_po
+
+    catalogue.creation_date = catalogue.revision_date = FIXED_DATE
+    buffer = io.BytesIO()
+    write_po(buffer, catalogue, width=0, include_previous=True, ignore_obsolete=True, omit_header=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(buffer.getvalue())
+
+
+def template(notebook: Path):
+    """The catalogue the English notebook asks for: every paragraph, untranslated, located by cell."""
+    from babel.messages.catalog import Catalog
+
+    catalogue = Catalog(locale="zh_CN", project="MindSpore distributed training, hands on", version="1",
+                        msgid_bugs_address="the project's issues",
+                        creation_date=FIXED_DATE, revision_date=FIXED_DATE, fuzzy=False,
+                        language_team="zh_CN", last_translator="the series' authors",
+                        header_comment=HEADER.format(name=notebook.name))
+    for cell, paragraph in english_paragraphs(notebook):
+        location = (notebook.name, cell + 1)   # the cell's number, counted from 1
+        if paragraph in catalogue:
+            catalogue[paragraph].locations.append(location)
+        else:
+            catalogue.add(paragraph, locations=[location])
+    return catalogue
+
+
+def update(notebook: Path) -> Path:
+    """Bring the notebook's catalogue in line with its English text (new entries empty, edited ones fuzzy)."""
+    path, fresh = catalogue_path(notebook), template(notebook)
+    if path.exists():
+        catalogue = read_catalogue(path)
+        catalogue.update(fresh, update_creation_date=False, update_header_comment=True)
+        catalogue.fuzzy = False
+    else:
+        catalogue = fresh
+    write_catalogue(catalogue, path)
+    return path
+
+
+def _relink(text: str) -> str:
+    """Relative link targets as seen from notebooks/zh_CN/: notebooks stay siblings, the README turns Chinese."""
+    def target(match: re.Match) -> str:
+        url = match.group(1)
+        if re.match(r"[a-z]+:|#|/|\d\d_[\w-]+\.ipynb", url):
+            return match.group(0)
+        return "](" + ("../../README.zh-CN.md" if url == "../README.md" else "../" + url) + ")"
+    return re.sub(r"\]\(([^)\s]+)\)", target, text)
+
+
+def chinese_notebook(notebook: Path, catalogue=None) -> str:
+    """The Chinese notebook's text: the English JSON with every markdown paragraph translated.
+
+    KeyError naming the first paragraph without a current translation."""
+    catalogue = catalogue if catalogue is not None else read_catalogue(catalogue_path(notebook))
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    first = True
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        translated = []
+        for paragraph in paragraphs(_source(cell)):
+            message = catalogue.get(paragraph)
+            if message is None or not message.string or message.fuzzy:
+                state = "has no entry" if message is None else "is fuzzy" if message.fuzzy else "is untranslated"
+                raise KeyError(f"{notebook.name}: the paragraph {paragraph[:60]!r} {state} in "
+                               f"{catalogue_path(notebook).relative_to(ROOT)}; run `make zh` and translate it")
+            translated.append(_relink(message.string))
+        if first:
+            translated.append(ENGLISH_LINK.format(name=notebook.name))
+            first = False
+        text = "\n\n".join(translated)
+        cell["source"] = text.splitlines(keepends=True)
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
+def generate(notebook: Path) -> Path:
+    out = CHINESE / notebook.name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(chinese_notebook(notebook), encoding="utf-8")
+    return out
+
+
+# --- what the tests check (tests/test_translation.py) ---
+
+UNITS = {"s": ("s", "秒"), "ms": ("ms", "毫秒"), "min": ("min", "分钟"), "h": ("h", "小时"), "x": ("x", "×", "倍"),
+         "×": ("×", "倍")}
+NUMBER_WITH_UNIT = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?) ?"
+                              r"(GiB|GB|MiB|MB|KiB|KB|TB|GB/s|Gbit/s|ms|min|s|h|%|x|×|B)(?![\w/])")
+
+
+def without_code(text: str) -> str:
+    return re.sub(r"```.*?```|`[^`\n]+`", " ", text, flags=re.S)
+
+
+def must_keep(english: str) -> list[str]:
+    """What a translation must carry over as it is: fenced blocks, inline code, link targets, formulas."""
+    fences = re.findall(r"```.*?```", english, flags=re.S)
+    rest = re.sub(r"```.*?```", " ", english, flags=re.S)
+    return (fences + re.findall(r"`[^`\n]+`", rest) + re.findall(r"\]\(([^)\s]+)\)", rest)
+            + re.findall(r"\$[^$\n]+\$", without_code(rest)))
+
+
+def numbers_with_units(english: str) -> list[tuple[str, str]]:
+    return NUMBER_WITH_UNIT.findall(re.sub(r"\]\([^)]*\)", " ", without_code(english)))
+
+
+def read_glossary(path: Path = GLOSSARY) -> list[tuple[str, str]]:
+    """(English term, Chinese term) pairs, one per concept: the terms every translation uses."""
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = [row for row in csv.reader(f, delimiter="\t") if row and not row[0].startswith("#")]
+    return [(english, chinese) for english, chinese, *_ in rows[1:]]
+
+
+def problems(english: str, chinese: str, glossary: list[tuple[str, str]]) -> list[str]:
+    """What is wrong with one paragraph's translation (empty: nothing)."""
+    found = [f"lost {kept!r}" for kept in must_keep(english) if kept not in chinese]
+    plain = without_code(chinese)
+    for number, unit in numbers_with_units(english):
+        spellings = UNITS.get(unit, (unit,))
+        if not any(re.search(rf"(?<![\d,.]){re.escape(number)} ?{re.escape(u)}", plain) for u in spellings):
+            found.append(f"lost the number {number} {unit}")
+    prose = without_code(english).lower()
+    for term, chinese_term in glossary:
+        pattern = re.escape(term.lower()).replace(r"\ ", "[ -]")   # "data parallel", "data-parallel"
+        if re.search(rf"\b{pattern}(?:s|es|d|ed|ing|ism)?\b", prose) and chinese_term not in chinese:
+            found.append(f"'{term}' is {chinese_term} in this series")
+    return found
+
+
+def check(notebook: Path, glossary: list[tuple[str, str]] | None = None) -> list[str]:
+    """Every problem of the notebook's Chinese edition: missing, fuzzy or inconsistent entries, a stale file."""
+    glossary = read_glossary() if glossary is None else glossary
+    path = catalogue_path(notebook)
+    if not path.exists():
+        return [f"{notebook.name}: no catalogue {path.relative_to(ROOT)}; run `make zh`"]
+    catalogue, found = read_catalogue(path), []
+    for cell, paragraph in english_paragraphs(notebook):
+        message, where = catalogue.get(paragraph), f"{notebook.name} cell {cell + 1}"
+        if message is None:
+            found.append(f"{where}: no entry for {paragraph[:60]!r} (English changed: run `make zh`)")
+        elif message.fuzzy or not message.string:
+            found.append(f"{where}: {'fuzzy' if message.fuzzy else 'untranslated'}: {paragraph[:60]!r}")
+        else:
+            found += [f"{where}: {p} in the translation of {paragraph[:40]!r}"
+                      for p in problems(paragraph, message.string, glossary)]
+    if not found:
+        out = CHINESE / notebook.name
+        if not out.exists() or out.read_text(encoding="utf-8") != chinese_notebook(notebook, catalogue):
+            found.append(f"{notebook.name}: {out.relative_to(ROOT)} is not what the catalogue generates; "
+                         "run `make zh` and commit it")
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.translation", description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["update", "generate", "check"])
+    parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebook in notebooks/")
+    args = parser.parse_args(argv)
+    notebooks = [p.resolve() for p in args.notebooks] or english_notebooks()
+    failed = 0
+    for notebook in notebooks:
+        if args.command == "update":
+            print(f"zh: {update(notebook).relative_to(ROOT)}")
+        elif args.command == "generate":
+            try:
+                print(f"zh: {generate(notebook).relative_to(ROOT)}")
+            except KeyError as error:
+                print(f"zh: {error.args[0]}", file=sys.stderr)
+                failed += 1
+        else:
+            found = check(notebook)
+            failed += bool(found)
+            print("\n".join(found) if found else f"zh: {notebook.name} ok")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
