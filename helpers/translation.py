@@ -13,7 +13,8 @@ gain a `../` (the README's go to README.zh-CN.md).
 
 `update` adds each new English paragraph; one that replaced a similar paragraph keeps the old translation,
 marked fuzzy, with the old English beside it (`#| msgid`), so the translator sees exactly what changed.
-A translator edits the msgstr, deletes the `#, fuzzy` line, then runs `generate`. `make zh` runs all three.
+A translator edits the msgstr, deletes the `#, fuzzy` line (the `#| msgid` one goes by itself), then runs
+`generate`. `make zh` runs all three.
 """
 
 from __future__ import annotations
@@ -78,16 +79,26 @@ def catalogue_path(notebook: Path) -> Path:
 
 
 def read_catalogue(path: Path):
-    from babel.messages.pofile import read_po
+    """The catalogue at `path`, each fuzzy entry with the English it was translated from (`previous_id`)."""
+    from babel.messages.pofile import denormalize, read_po
 
     with open(path, "rb") as f:
-        return read_po(f, locale="zh_CN")
+        catalogue = read_po(f, locale="zh_CN")
+    for message in catalogue:   # babel writes `#| msgid` lines but reads them back as user comments
+        previous = [c[1:].strip() for c in message.user_comments if c.startswith("|")]
+        if previous:
+            message.user_comments = [c for c in message.user_comments if not c.startswith("|")]
+            message.previous_id = [denormalize("\n".join([previous[0].removeprefix("msgid ").strip(), *previous[1:]]))]
+    return catalogue
 
 
 def write_catalogue(catalogue, path: Path) -> None:
     from babel.messages.pofile import write_po
 
     catalogue.creation_date = catalogue.revision_date = FIXED_DATE
+    for message in catalogue:
+        if not message.fuzzy:
+            message.previous_id = []   # the old English matters only until the translation is brought up to date
     buffer = io.BytesIO()
     write_po(buffer, catalogue, width=0, include_previous=True, ignore_obsolete=True, omit_header=False)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -135,12 +146,10 @@ def _relink(text: str) -> str:
     return re.sub(r"\]\(([^)\s]+)\)", target, text)
 
 
-def chinese_notebook(notebook: Path, catalogue=None) -> str:
-    """The Chinese notebook's text: the English JSON with every markdown paragraph translated.
+def translate(nb: dict, name: str, catalogue) -> dict:
+    """Replace, in place, every markdown paragraph of notebook `nb` (JSON or nbformat) by its translation.
 
-    KeyError naming the first paragraph without a current translation."""
-    catalogue = catalogue if catalogue is not None else read_catalogue(catalogue_path(notebook))
-    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    KeyError naming the first paragraph without a current translation. Outputs, code and metadata stay."""
     first = True
     for cell in nb["cells"]:
         if cell["cell_type"] != "markdown":
@@ -150,14 +159,21 @@ def chinese_notebook(notebook: Path, catalogue=None) -> str:
             message = catalogue.get(paragraph)
             if message is None or not message.string or message.fuzzy:
                 state = "has no entry" if message is None else "is fuzzy" if message.fuzzy else "is untranslated"
-                raise KeyError(f"{notebook.name}: the paragraph {paragraph[:60]!r} {state} in "
-                               f"{catalogue_path(notebook).relative_to(ROOT)}; run `make zh` and translate it")
+                raise KeyError(f"{name}: the paragraph {paragraph[:60]!r} {state} in "
+                               f"translations/zh_CN/{Path(name).with_suffix('.po')}; run `make zh` and translate it")
             translated.append(_relink(message.string))
         if first:
-            translated.append(ENGLISH_LINK.format(name=notebook.name))
+            translated.append(ENGLISH_LINK.format(name=name))
             first = False
         text = "\n\n".join(translated)
-        cell["source"] = text.splitlines(keepends=True)
+        cell["source"] = text.splitlines(keepends=True) if isinstance(cell["source"], list) else text
+    return nb
+
+
+def chinese_notebook(notebook: Path, catalogue=None) -> str:
+    """The Chinese notebook's text: the English notebook's JSON with every markdown paragraph translated."""
+    catalogue = catalogue if catalogue is not None else read_catalogue(catalogue_path(notebook))
+    nb = translate(json.loads(notebook.read_text(encoding="utf-8")), notebook.name, catalogue)
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
 

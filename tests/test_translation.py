@@ -1,0 +1,169 @@
+"""The Chinese edition (issue 34) never drifts from the English: every English markdown paragraph has a current
+translation that keeps its code, links, formulas, numbers and the series' terms; notebooks/zh_CN/ is exactly what
+the catalogues generate, with the English code cells and metadata; an English edit without its translation fails;
+the book renders both languages from one run; README.zh-CN.md has README.md's sections, commands and table."""
+
+import json
+import re
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from helpers import book, translation
+
+NOTEBOOKS = translation.english_notebooks()
+README, README_ZH = translation.ROOT / "README.md", translation.ROOT / "README.zh-CN.md"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_paragraph_has_a_current_consistent_translation_and_the_chinese_notebook_is_generated(notebook):
+    assert translation.check(notebook) == []
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_chinese_notebook_has_the_english_code_and_metadata(notebook):
+    english = json.loads(notebook.read_text(encoding="utf-8"))
+    chinese = json.loads((translation.CHINESE / notebook.name).read_text(encoding="utf-8"))
+    assert chinese["metadata"] == english["metadata"]
+    assert [c["cell_type"] for c in chinese["cells"]] == [c["cell_type"] for c in english["cells"]]
+    for en, zh in zip(english["cells"], chinese["cells"], strict=True):
+        if en["cell_type"] == "code":
+            assert zh == en
+        else:
+            assert zh["metadata"] == en["metadata"]
+            assert re.search(r"[\u4e00-\u9fff]", "".join(zh["source"])), "a markdown cell in Chinese"
+
+
+def test_the_glossary_has_one_chinese_term_per_english_term():
+    glossary = translation.read_glossary()
+    assert len(glossary) >= 30
+    english = [term.lower() for term, _ in glossary]
+    assert len(set(english)) == len(english)
+    assert all(re.search(r"[\u4e00-\u9fff]", chinese) for _, chinese in glossary)
+
+
+def test_paragraphs_split_at_blank_lines_but_not_inside_a_code_fence():
+    text = "# Title\nline two\n\n```python\na = 1\n\nb = 2\n```\n\n\nlast"
+    assert translation.paragraphs(text) == ["# Title\nline two", "```python\na = 1\n\nb = 2\n```", "last"]
+
+
+def test_links_are_relocated_for_the_chinese_folder():
+    text = ("[a](../README.md) [b](02_parallel_modes.ipynb#loss) [c](https://x.org/a) [d](#Glossary) "
+            "[e](scripts/gpt.py)")
+    assert translation._relink(text) == ("[a](../../README.zh-CN.md) [b](02_parallel_modes.ipynb#loss) "
+                                         "[c](https://x.org/a) [d](#Glossary) [e](../scripts/gpt.py)")
+
+
+@pytest.mark.parametrize("chinese, problem", [
+    ("用 `init()` 初始化，数据并行用时 20 秒、占 1.5 GB，见 [02](02_parallel_modes.ipynb)，$a+b$。", None),
+    ("用 init() 初始化，数据并行用时 20 秒、占 1.5 GB，见 [02](02_parallel_modes.ipynb)，$a+b$。", "lost '`init()`'"),
+    ("用 `init()` 初始化，数据并行用时 20 秒、占 1.5 GB，见 02，$a+b$。", "lost '02_parallel_modes.ipynb'"),
+    ("用 `init()` 初始化，数据并行用时 20 秒、占 1.5 GB，见 [02](02_parallel_modes.ipynb)。", "lost '$a+b$'"),
+    ("用 `init()` 初始化，数据并行用时 2 秒、占 1.5 GB，见 [02](02_parallel_modes.ipynb)，$a+b$。",
+     "lost the number 20 s"),
+    ("用 `init()` 初始化，数据并行用时 20 秒、占 1.5 MB，见 [02](02_parallel_modes.ipynb)，$a+b$。",
+     "lost the number 1.5 GB"),
+    ("用 `init()` 初始化，数据平行用时 20 秒、占 1.5 GB，见 [02](02_parallel_modes.ipynb)，$a+b$。",
+     "'data parallel' is 数据并行 in this series"),
+])
+def test_a_translation_must_keep_code_links_formulas_numbers_and_terms(chinese, problem):
+    english = ("Initialise with `init()`; a data-parallel run took 20 s and 1.5 GB, see "
+               "[02](02_parallel_modes.ipynb), $a+b$.")
+    found = translation.problems(english, chinese, translation.read_glossary())
+    assert found == ([] if problem is None else [problem])
+
+
+@pytest.fixture
+def small_series(tmp_path, monkeypatch):
+    """A one-notebook series in tmp_path, its catalogue translated: (English notebook, catalogue path)."""
+    monkeypatch.setattr(translation, "CATALOGUES", tmp_path / "translations")
+    monkeypatch.setattr(translation, "CHINESE", tmp_path / "notebooks" / "zh_CN")
+    monkeypatch.setattr(translation, "ROOT", tmp_path)
+    notebook = tmp_path / "notebooks" / "01_small.ipynb"
+    notebook.parent.mkdir()
+    nbformat.write(new_notebook(cells=[
+        new_markdown_cell("# 01 · Small\n\nEvery rank runs `init()`; the loss falls."),
+        new_code_cell("print('loss', 1.0)"),
+        new_markdown_cell("Back to the [overview](../README.md)."),
+    ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}), notebook)
+    path = translation.update(notebook)
+    catalogue = translation.read_catalogue(path)
+    zh = {"# 01 · Small": "# 01 · 小例子",
+          "Every rank runs `init()`; the loss falls.": "每个 rank 运行 `init()`；损失下降。",
+          "Back to the [overview](../README.md).": "返回[总览](../README.md)。"}
+    for message in catalogue:
+        if message.id:
+            message.string = zh[message.id]
+    translation.write_catalogue(catalogue, path)
+    translation.generate(notebook)
+    return notebook, path
+
+
+def test_an_english_edit_without_its_translation_fails_and_update_marks_it_fuzzy_with_the_old_english(small_series):
+    notebook, path = small_series
+    assert translation.check(notebook, []) == []
+    chinese = json.loads((translation.CHINESE / notebook.name).read_text(encoding="utf-8"))
+    assert "".join(chinese["cells"][2]["source"]) == "返回[总览](../../README.zh-CN.md)。"
+    assert "English edition: [01_small.ipynb](../01_small.ipynb)" in "".join(chinese["cells"][0]["source"])
+
+    nb = nbformat.read(notebook, as_version=4)
+    nb.cells[0].source = "# 01 · Small\n\nEvery rank runs `init()`; the loss falls fast."
+    nbformat.write(nb, notebook)
+    assert any("no entry" in problem for problem in translation.check(notebook, []))
+    with pytest.raises(KeyError, match="has no entry"):
+        translation.generate(notebook)
+
+    translation.update(notebook)
+    message = translation.read_catalogue(path).get("Every rank runs `init()`; the loss falls fast.")
+    assert message.fuzzy and message.previous_id == ["Every rank runs `init()`; the loss falls."]
+    assert message.string == "每个 rank 运行 `init()`；损失下降。", "the old translation is kept for the translator"
+    assert "#| msgid \"Every rank runs `init()`; the loss falls.\"" in path.read_text(encoding="utf-8")
+    assert any("fuzzy" in problem for problem in translation.check(notebook, []))
+
+    catalogue = translation.read_catalogue(path)
+    message = catalogue.get("Every rank runs `init()`; the loss falls fast.")
+    message.string, message.flags = "每个 rank 运行 `init()`；损失很快下降。", set()
+    translation.write_catalogue(catalogue, path)
+    assert any("not what the catalogue generates" in problem for problem in translation.check(notebook, []))
+    translation.generate(notebook)
+    assert translation.check(notebook, []) == []
+    before = path.read_bytes()
+    translation.update(notebook)
+    assert path.read_bytes() == before, "updating an up-to-date catalogue changes nothing"
+
+
+def test_the_book_renders_the_chinese_page_from_the_english_run(small_series):
+    notebook, path = small_series
+    root = notebook.parents[1]
+    (root / "README.md").write_text("[中文](README.zh-CN.md)\n\n| [01 · Small](notebooks/01_small.ipynb) | x |\n",
+                                    encoding="utf-8")
+    (root / "README.zh-CN.md").write_text("| [01 · 小例子](notebooks/zh_CN/01_small.ipynb) | x |\n",
+                                          encoding="utf-8")
+    out = root / "site"
+    pages = book.build([notebook], out, readme=root / "README.md", log=lambda *a, **k: None,
+                       catalogues=path.parent)
+    assert pages[0].error is None and pages[0].chinese
+    zh_page = (out / "zh_CN" / "01_small.html").read_text(encoding="utf-8")
+    assert "损失下降" in zh_page and "loss 1.0" in zh_page, "Chinese text with the English run's outputs"
+    assert '<html lang="zh">' in zh_page and 'href="../01_small.html"' in zh_page
+    assert 'href="zh_CN/01_small.html"' in (out / "01_small.html").read_text(encoding="utf-8")
+    zh_index = (out / "zh_CN" / "index.html").read_text(encoding="utf-8")
+    assert 'href="01_small.html"' in zh_index and 'href="../index.html"' in zh_index
+    assert 'href="zh_CN/index.html"' in (out / "index.html").read_text(encoding="utf-8")
+
+
+def sections(markdown: str) -> list[str]:
+    """The heading levels, in order."""
+    return [line.split()[0] for line in re.sub(r"```.*?```", "", markdown, flags=re.S).splitlines()
+            if re.match(r"#+ ", line)]
+
+
+def test_the_chinese_readme_has_the_same_sections_commands_and_notebooks():
+    english, chinese = README.read_text(encoding="utf-8"), README_ZH.read_text(encoding="utf-8")
+    assert "README.zh-CN.md" in english.split("\n\n")[1], "README.md links its Chinese edition at the top"
+    assert sections(chinese) == sections(english)
+    assert re.findall(r"```.*?```", chinese, flags=re.S) == re.findall(r"```.*?```", english, flags=re.S)
+    notebooks = [f"notebooks/zh_CN/{name}" for name in re.findall(r"\(notebooks/(\d\d_\w+\.ipynb)\)", english)]
+    assert re.findall(r"\((notebooks/zh_CN/\d\d_\w+\.ipynb)\)", chinese) == notebooks
+    assert set(re.findall(r"`[^`\n]+`", english)) <= set(re.findall(r"`[^`\n]+`", chinese))
