@@ -231,6 +231,13 @@ def problems(english: str, chinese: str, glossary: list[tuple[str, str]]) -> lis
     return found
 
 
+def not_terms(message) -> set[str]:
+    """Glossary terms the paragraph uses in another sense, named by a translator comment above its entry:
+    `# not a term: loss` (a power loss is not the training loss). Each is then not required."""
+    return {term.strip().lower() for comment in message.user_comments if comment.startswith("not a term:")
+            for term in comment.removeprefix("not a term:").split(",")}
+
+
 def check(notebook: Path, glossary: list[tuple[str, str]] | None = None) -> list[str]:
     """Every problem of the notebook's Chinese edition: missing, fuzzy or inconsistent entries, a stale file."""
     glossary = read_glossary() if glossary is None else glossary
@@ -245,8 +252,9 @@ def check(notebook: Path, glossary: list[tuple[str, str]] | None = None) -> list
         elif message.fuzzy or not message.string:
             found.append(f"{where}: {'fuzzy' if message.fuzzy else 'untranslated'}: {paragraph[:60]!r}")
         else:
+            terms = [(t, zh) for t, zh in glossary if t.lower() not in not_terms(message)]
             found += [f"{where}: {p} in the translation of {paragraph[:40]!r}"
-                      for p in problems(paragraph, message.string, glossary)]
+                      for p in problems(paragraph, message.string, terms)]
     if not found:
         out = CHINESE / notebook.name
         if not out.exists() or out.read_text(encoding="utf-8") != chinese_notebook(notebook, catalogue):

@@ -100,6 +100,21 @@ def small_series(tmp_path, monkeypatch):
     return notebook, path
 
 
+def test_a_translator_comment_lifts_a_term_used_in_another_sense(small_series):
+    notebook, path = small_series
+    glossary = [("loss", "损失")]
+    catalogue = translation.read_catalogue(path)
+    catalogue.get("Every rank runs `init()`; the loss falls.").string = "每个 rank 运行 `init()`；它下降。"
+    translation.write_catalogue(catalogue, path)
+    translation.generate(notebook)
+    assert [problem.split(" in the translation")[0] for problem in translation.check(notebook, glossary)] == [
+        "01_small.ipynb cell 1: 'loss' is 损失 in this series"]
+    catalogue.get("Every rank runs `init()`; the loss falls.").user_comments = ["not a term: loss, weight"]
+    translation.write_catalogue(catalogue, path)
+    assert "# not a term: loss, weight" in path.read_text(encoding="utf-8")
+    assert translation.check(notebook, glossary) == []
+
+
 def test_an_english_edit_without_its_translation_fails_and_update_marks_it_fuzzy_with_the_old_english(small_series):
     notebook, path = small_series
     assert translation.check(notebook, []) == []
