@@ -2,7 +2,7 @@
 
 English is the source. Each English notebook has one gettext catalogue, translations/zh_CN/<notebook>.po,
 with one entry per paragraph of its markdown cells (msgid: the English paragraph, msgstr: its Chinese),
-read and written with babel. The Chinese notebook is the English one with every markdown paragraph
+read and written with polib. The Chinese notebook is the English one with every markdown paragraph
 replaced by its translation: code cells and all metadata are copied as they are, so the Chinese notebook
 runs exactly as the English one does. Notebook links stay between Chinese siblings; other relative links
 gain a `../` (the README's go to README.zh-CN.md).
@@ -21,24 +21,24 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime
-import io
+import difflib
 import json
 import re
 import sys
 from pathlib import Path
+
+import polib
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 CHINESE = NOTEBOOKS / "zh_CN"                     # the generated Chinese notebooks
 CATALOGUES = ROOT / "translations" / "zh_CN"      # one .po per notebook
 GLOSSARY = ROOT / "translations" / "glossary.tsv"  # one Chinese term per concept, for the whole series
-FIXED_DATE = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)  # headers do not change on update
 HEADER = """\
-# The Chinese translation of notebooks/{name}, one entry per English markdown paragraph.
-# notebooks/zh_CN/{name} is generated from it: `make zh`. An entry marked fuzzy had its English
-# changed (the old English is the `#| msgid` above it): fix the msgstr, then delete the `#, fuzzy` line.
-# Terms: translations/glossary.tsv."""
+The Chinese translation of notebooks/{name}, one entry per English markdown paragraph.
+notebooks/zh_CN/{name} is generated from it: `make zh`. An entry marked fuzzy had its English
+changed (the old English is the `#| msgid` above it): fix the msgstr, then delete the `#, fuzzy` line.
+Terms: translations/glossary.tsv; `# not a term: loss` above an entry lifts a term it uses in another sense."""
 ENGLISH_LINK = "> English edition: [{name}](../{name})"
 
 
@@ -78,60 +78,50 @@ def catalogue_path(notebook: Path) -> Path:
     return CATALOGUES / notebook.with_suffix(".po").name
 
 
-def read_catalogue(path: Path):
-    """The catalogue at `path`, each fuzzy entry with the English it was translated from (`previous_id`)."""
-    from babel.messages.pofile import denormalize, read_po
-
-    with open(path, "rb") as f:
-        catalogue = read_po(f, locale="zh_CN")
-    for message in catalogue:   # babel writes `#| msgid` lines but reads them back as user comments
-        previous = [c[1:].strip() for c in message.user_comments if c.startswith("|")]
-        if previous:
-            message.user_comments = [c for c in message.user_comments if not c.startswith("|")]
-            message.previous_id = [denormalize("\n".join([previous[0].removeprefix("msgid ").strip(), *previous[1:]]))]
-    return catalogue
+def read_catalogue(path: Path) -> polib.POFile:
+    return polib.pofile(str(path), wrapwidth=0, check_for_duplicates=True)
 
 
-def write_catalogue(catalogue, path: Path) -> None:
-    from babel.messages.pofile import write_po
-
-    catalogue.creation_date = catalogue.revision_date = FIXED_DATE
-    for message in catalogue:
-        if not message.fuzzy:
-            message.previous_id = []   # the old English matters only until the translation is brought up to date
-    buffer = io.BytesIO()
-    write_po(buffer, catalogue, width=0, include_previous=True, ignore_obsolete=True, omit_header=False)
+def write_catalogue(catalogue: polib.POFile, path: Path) -> None:
+    for entry in catalogue:
+        if not entry.fuzzy:
+            entry.previous_msgid = None   # the old English matters only until the translation is brought up to date
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(buffer.getvalue())
-
-
-def template(notebook: Path):
-    """The catalogue the English notebook asks for: every paragraph, untranslated, located by cell."""
-    from babel.messages.catalog import Catalog
-
-    catalogue = Catalog(locale="zh_CN", project="MindSpore distributed training, hands on", version="1",
-                        msgid_bugs_address="the project's issues",
-                        creation_date=FIXED_DATE, revision_date=FIXED_DATE, fuzzy=False,
-                        language_team="zh_CN", last_translator="the series' authors",
-                        header_comment=HEADER.format(name=notebook.name))
-    for cell, paragraph in english_paragraphs(notebook):
-        location = (notebook.name, cell + 1)   # the cell's number, counted from 1
-        if paragraph in catalogue:
-            catalogue[paragraph].locations.append(location)
-        else:
-            catalogue.add(paragraph, locations=[location])
-    return catalogue
+    path.write_text(str(catalogue), encoding="utf-8")
 
 
 def update(notebook: Path) -> Path:
-    """Bring the notebook's catalogue in line with its English text (new entries empty, edited ones fuzzy)."""
-    path, fresh = catalogue_path(notebook), template(notebook)
-    if path.exists():
-        catalogue = read_catalogue(path)
-        catalogue.update(fresh, update_creation_date=False, update_header_comment=True)
-        catalogue.fuzzy = False
-    else:
-        catalogue = fresh
+    """Bring the notebook's catalogue in line with its English text, in the English order.
+
+    A paragraph that is new gets an empty entry; one that replaced a similar paragraph (difflib's closest match,
+    as gettext's msgmerge does) keeps the old translation, marked fuzzy, with the English it was made from
+    (`#| msgid`); entries no longer in the English go."""
+    path = catalogue_path(notebook)
+    old = {entry.msgid: entry for entry in read_catalogue(path)} if path.exists() else {}
+    cells: dict[str, list[int]] = {}
+    for cell, paragraph in english_paragraphs(notebook):
+        cells.setdefault(paragraph, []).append(cell + 1)   # cells counted from 1
+    unmatched = [msgid for msgid in old if msgid not in cells]
+    catalogue = polib.POFile(wrapwidth=0)
+    catalogue.header = HEADER.format(name=notebook.name)
+    catalogue.metadata = {"Project-Id-Version": "MindSpore distributed training, hands on", "Language": "zh_CN",
+                          "MIME-Version": "1.0", "Content-Type": "text/plain; charset=UTF-8",
+                          "Content-Transfer-Encoding": "8bit"}
+    for paragraph, numbers in cells.items():
+        entry = polib.POEntry(msgid=paragraph, msgstr="", occurrences=[(notebook.name, str(n)) for n in numbers])
+        before = old.get(paragraph)
+        if before is None:
+            close = difflib.get_close_matches(paragraph, unmatched, n=1)
+            if close:
+                unmatched.remove(close[0])
+                before = old[close[0]]
+                entry.flags = ["fuzzy"]
+                entry.previous_msgid = before.previous_msgid if before.fuzzy else before.msgid
+        if before is not None:
+            entry.msgstr, entry.tcomment = before.msgstr, before.tcomment
+            if before.fuzzy and not entry.fuzzy:
+                entry.flags, entry.previous_msgid = ["fuzzy"], before.previous_msgid
+        catalogue.append(entry)
     write_catalogue(catalogue, path)
     return path
 
@@ -156,12 +146,12 @@ def translate(nb: dict, name: str, catalogue) -> dict:
             continue
         translated = []
         for paragraph in paragraphs(_source(cell)):
-            message = catalogue.get(paragraph)
-            if message is None or not message.string or message.fuzzy:
-                state = "has no entry" if message is None else "is fuzzy" if message.fuzzy else "is untranslated"
+            entry = catalogue.find(paragraph)
+            if entry is None or not entry.msgstr or entry.fuzzy:
+                state = "has no entry" if entry is None else "is fuzzy" if entry.fuzzy else "is untranslated"
                 raise KeyError(f"{name}: the paragraph {paragraph[:60]!r} {state} in "
                                f"translations/zh_CN/{Path(name).with_suffix('.po')}; run `make zh` and translate it")
-            translated.append(_relink(message.string))
+            translated.append(_relink(entry.msgstr))
         if first:
             translated.append(ENGLISH_LINK.format(name=name))
             first = False
@@ -193,14 +183,14 @@ NUMBER_WITH_UNIT = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?) ?"
 
 
 def without_code(text: str) -> str:
-    return re.sub(r"```.*?```|`[^`\n]+`", " ", text, flags=re.S)
+    return re.sub(r"```.*?```|`[^`]+`", " ", text, flags=re.S)   # a code span may wrap onto the next line
 
 
 def must_keep(english: str) -> list[str]:
     """What a translation must carry over as it is: fenced blocks, inline code, link targets, formulas."""
     fences = re.findall(r"```.*?```", english, flags=re.S)
     rest = re.sub(r"```.*?```", " ", english, flags=re.S)
-    return (fences + re.findall(r"`[^`\n]+`", rest) + re.findall(r"\]\(([^)\s]+)\)", rest)
+    return (fences + re.findall(r"`[^`]+`", rest) + re.findall(r"\]\(([^)\s]+)\)", rest)
             + re.findall(r"\$[^$\n]+\$", without_code(rest)))
 
 
@@ -231,11 +221,11 @@ def problems(english: str, chinese: str, glossary: list[tuple[str, str]]) -> lis
     return found
 
 
-def not_terms(message) -> set[str]:
+def not_terms(entry: polib.POEntry) -> set[str]:
     """Glossary terms the paragraph uses in another sense, named by a translator comment above its entry:
     `# not a term: loss` (a power loss is not the training loss). Each is then not required."""
-    return {term.strip().lower() for comment in message.user_comments if comment.startswith("not a term:")
-            for term in comment.removeprefix("not a term:").split(",")}
+    return {term.strip().lower() for comment in (entry.tcomment or "").splitlines()
+            if comment.startswith("not a term:") for term in comment.removeprefix("not a term:").split(",")}
 
 
 def check(notebook: Path, glossary: list[tuple[str, str]] | None = None) -> list[str]:
@@ -246,15 +236,15 @@ def check(notebook: Path, glossary: list[tuple[str, str]] | None = None) -> list
         return [f"{notebook.name}: no catalogue {path.relative_to(ROOT)}; run `make zh`"]
     catalogue, found = read_catalogue(path), []
     for cell, paragraph in english_paragraphs(notebook):
-        message, where = catalogue.get(paragraph), f"{notebook.name} cell {cell + 1}"
-        if message is None:
+        entry, where = catalogue.find(paragraph), f"{notebook.name} cell {cell + 1}"
+        if entry is None:
             found.append(f"{where}: no entry for {paragraph[:60]!r} (English changed: run `make zh`)")
-        elif message.fuzzy or not message.string:
-            found.append(f"{where}: {'fuzzy' if message.fuzzy else 'untranslated'}: {paragraph[:60]!r}")
+        elif entry.fuzzy or not entry.msgstr:
+            found.append(f"{where}: {'fuzzy' if entry.fuzzy else 'untranslated'}: {paragraph[:60]!r}")
         else:
-            terms = [(t, zh) for t, zh in glossary if t.lower() not in not_terms(message)]
+            terms = [(t, zh) for t, zh in glossary if t.lower() not in not_terms(entry)]
             found += [f"{where}: {p} in the translation of {paragraph[:40]!r}"
-                      for p in problems(paragraph, message.string, terms)]
+                      for p in problems(paragraph, entry.msgstr, terms)]
     if not found:
         out = CHINESE / notebook.name
         if not out.exists() or out.read_text(encoding="utf-8") != chinese_notebook(notebook, catalogue):

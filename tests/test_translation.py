@@ -83,18 +83,17 @@ def small_series(tmp_path, monkeypatch):
     notebook = tmp_path / "notebooks" / "01_small.ipynb"
     notebook.parent.mkdir()
     nbformat.write(new_notebook(cells=[
-        new_markdown_cell("# 01 · Small\n\nEvery rank runs `init()`; the loss falls."),
+        new_markdown_cell("# 01 · Small\n\nEvery rank runs `init()`;\nthe loss falls."),
         new_code_cell("print('loss', 1.0)"),
         new_markdown_cell("Back to the [overview](../README.md)."),
     ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}), notebook)
     path = translation.update(notebook)
     catalogue = translation.read_catalogue(path)
     zh = {"# 01 · Small": "# 01 · 小例子",
-          "Every rank runs `init()`; the loss falls.": "每个 rank 运行 `init()`；损失下降。",
+          "Every rank runs `init()`;\nthe loss falls.": "每个 rank 运行 `init()`；损失下降。",
           "Back to the [overview](../README.md).": "返回[总览](../README.md)。"}
-    for message in catalogue:
-        if message.id:
-            message.string = zh[message.id]
+    for entry in catalogue:
+        entry.msgstr = zh[entry.msgid]
     translation.write_catalogue(catalogue, path)
     translation.generate(notebook)
     return notebook, path
@@ -104,12 +103,12 @@ def test_a_translator_comment_lifts_a_term_used_in_another_sense(small_series):
     notebook, path = small_series
     glossary = [("loss", "损失")]
     catalogue = translation.read_catalogue(path)
-    catalogue.get("Every rank runs `init()`; the loss falls.").string = "每个 rank 运行 `init()`；它下降。"
+    catalogue.find("Every rank runs `init()`;\nthe loss falls.").msgstr = "每个 rank 运行 `init()`；它下降。"
     translation.write_catalogue(catalogue, path)
     translation.generate(notebook)
     assert [problem.split(" in the translation")[0] for problem in translation.check(notebook, glossary)] == [
         "01_small.ipynb cell 1: 'loss' is 损失 in this series"]
-    catalogue.get("Every rank runs `init()`; the loss falls.").user_comments = ["not a term: loss, weight"]
+    catalogue.find("Every rank runs `init()`;\nthe loss falls.").tcomment = "not a term: loss, weight"
     translation.write_catalogue(catalogue, path)
     assert "# not a term: loss, weight" in path.read_text(encoding="utf-8")
     assert translation.check(notebook, glossary) == []
@@ -123,22 +122,25 @@ def test_an_english_edit_without_its_translation_fails_and_update_marks_it_fuzzy
     assert "English edition: [01_small.ipynb](../01_small.ipynb)" in "".join(chinese["cells"][0]["source"])
 
     nb = nbformat.read(notebook, as_version=4)
-    nb.cells[0].source = "# 01 · Small\n\nEvery rank runs `init()`; the loss falls fast."
+    nb.cells[0].source = "# 01 · Small\n\nEvery rank runs `init()`;\nthe loss falls fast."
     nbformat.write(nb, notebook)
     assert any("no entry" in problem for problem in translation.check(notebook, []))
     with pytest.raises(KeyError, match="has no entry"):
         translation.generate(notebook)
 
     translation.update(notebook)
-    message = translation.read_catalogue(path).get("Every rank runs `init()`; the loss falls fast.")
-    assert message.fuzzy and message.previous_id == ["Every rank runs `init()`; the loss falls."]
-    assert message.string == "每个 rank 运行 `init()`；损失下降。", "the old translation is kept for the translator"
-    assert "#| msgid \"Every rank runs `init()`; the loss falls.\"" in path.read_text(encoding="utf-8")
+    entry = translation.read_catalogue(path).find("Every rank runs `init()`;\nthe loss falls fast.")
+    assert entry.fuzzy and entry.previous_msgid == "Every rank runs `init()`;\nthe loss falls."
+    assert entry.msgstr == "每个 rank 运行 `init()`；损失下降。", "the old translation is kept for the translator"
+    assert '#| msgid ""\n#| "Every rank runs `init()`;\\n"\n#| "the loss falls."' in path.read_text(encoding="utf-8")
+    translation.update(notebook)
+    entry = translation.read_catalogue(path).find("Every rank runs `init()`;\nthe loss falls fast.")
+    assert entry.fuzzy and entry.previous_msgid == "Every rank runs `init()`;\nthe loss falls.", "kept until fixed"
     assert any("fuzzy" in problem for problem in translation.check(notebook, []))
 
     catalogue = translation.read_catalogue(path)
-    message = catalogue.get("Every rank runs `init()`; the loss falls fast.")
-    message.string, message.flags = "每个 rank 运行 `init()`；损失很快下降。", set()
+    entry = catalogue.find("Every rank runs `init()`;\nthe loss falls fast.")
+    entry.msgstr, entry.flags = "每个 rank 运行 `init()`；损失很快下降。", []
     translation.write_catalogue(catalogue, path)
     assert any("not what the catalogue generates" in problem for problem in translation.check(notebook, []))
     translation.generate(notebook)
@@ -181,4 +183,4 @@ def test_the_chinese_readme_has_the_same_sections_commands_and_notebooks():
     assert re.findall(r"```.*?```", chinese, flags=re.S) == re.findall(r"```.*?```", english, flags=re.S)
     notebooks = [f"notebooks/zh_CN/{name}" for name in re.findall(r"\(notebooks/(\d\d_\w+\.ipynb)\)", english)]
     assert re.findall(r"\((notebooks/zh_CN/\d\d_\w+\.ipynb)\)", chinese) == notebooks
-    assert set(re.findall(r"`[^`\n]+`", english)) <= set(re.findall(r"`[^`\n]+`", chinese))
+    assert set(re.findall(r"`[^`\n]+`", english)) <= set(re.findall(r"`[^`\n]+`", chinese)), "inline code kept"
