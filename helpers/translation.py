@@ -182,15 +182,18 @@ NUMBER_WITH_UNIT = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?) ?"
                               r"(GiB|GB|MiB|MB|KiB|KB|TB|GB/s|Gbit/s|ms|min|s|h|%|x|×|B)(?![\w/])")
 
 
+CODE_SPAN = r"``.+?``|`[^`]+`"   # ``one with `backticks` inside`` or `a plain one`, either may wrap onto the next line
+
+
 def without_code(text: str) -> str:
-    return re.sub(r"```.*?```|`[^`]+`", " ", text, flags=re.S)   # a code span may wrap onto the next line
+    return re.sub(rf"```.*?```|{CODE_SPAN}", " ", text, flags=re.S)
 
 
 def must_keep(english: str) -> list[str]:
     """What a translation must carry over as it is: fenced blocks, inline code, link targets, formulas."""
     fences = re.findall(r"```.*?```", english, flags=re.S)
     rest = re.sub(r"```.*?```", " ", english, flags=re.S)
-    return (fences + re.findall(r"`[^`]+`", rest) + re.findall(r"\]\(([^)\s]+)\)", rest)
+    return (fences + re.findall(CODE_SPAN, rest, flags=re.S) + re.findall(r"\]\(([^)\s]+)\)", rest)
             + re.findall(r"\$[^$\n]+\$", without_code(rest)))
 
 

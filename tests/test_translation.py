@@ -183,4 +183,9 @@ def test_the_chinese_readme_has_the_same_sections_commands_and_notebooks():
     assert re.findall(r"```.*?```", chinese, flags=re.S) == re.findall(r"```.*?```", english, flags=re.S)
     notebooks = [f"notebooks/zh_CN/{name}" for name in re.findall(r"\(notebooks/(\d\d_\w+\.ipynb)\)", english)]
     assert re.findall(r"\((notebooks/zh_CN/\d\d_\w+\.ipynb)\)", chinese) == notebooks
+    assert all((translation.ROOT / link).is_file() for link in notebooks), "every Chinese notebook exists"
     assert set(re.findall(r"`[^`\n]+`", english)) <= set(re.findall(r"`[^`\n]+`", chinese)), "inline code kept"
+
+
+def test_code_spans_may_wrap_onto_the_next_line_or_hold_backticks():
+    assert translation.must_keep("run `a\nb` and ``x `y` z``, see [it](a.md)") == ["`a\nb`", "``x `y` z``", "a.md"]
