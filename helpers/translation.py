@@ -39,7 +39,7 @@ The Chinese translation of notebooks/{name}, one entry per English markdown para
 notebooks/zh_CN/{name} is generated from it: `make zh`. An entry marked fuzzy had its English
 changed (the old English is the `#| msgid` above it): fix the msgstr, then delete the `#, fuzzy` line.
 Terms: translations/glossary.tsv; `# not a term: loss` above an entry lifts a term it uses in another sense."""
-ENGLISH_LINK = "> English edition: [{name}](../{name})"
+ENGLISH_LINK = "> 英文原版 (English edition): [{name}](../{name})"
 
 
 def english_notebooks() -> list[Path]:
@@ -152,8 +152,8 @@ def translate(nb: dict, name: str, catalogue) -> dict:
                 raise KeyError(f"{name}: the paragraph {paragraph[:60]!r} {state} in "
                                f"translations/zh_CN/{Path(name).with_suffix('.po')}; run `make zh` and translate it")
             translated.append(_relink(entry.msgstr))
-        if first:
-            translated.append(ENGLISH_LINK.format(name=name))
+        if first:   # under the title: where the English original is
+            translated.insert(1, ENGLISH_LINK.format(name=name))
             first = False
         text = "\n\n".join(translated)
         cell["source"] = text.splitlines(keepends=True) if isinstance(cell["source"], list) else text

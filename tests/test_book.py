@@ -15,7 +15,7 @@ def write_notebook(path, cells):
 
 def test_book_renders_outputs_folds_hidden_code_and_names_failures(tmp_path, capsys):
     good = write_notebook(tmp_path / "01_good.ipynb", [
-        new_markdown_cell("# 01 · Good (数据并行)"),
+        new_markdown_cell("# 01 · Good (数据并行)\n\nNext: [02](02_bad.ipynb#top)."),
         new_code_cell("print('answer', 6 * 7)"),
         new_code_cell("print('checked', 1 + 1)", metadata={"jupyter": {"source_hidden": True}}),
         new_code_cell("raise ValueError('expected, tagged')", metadata={"tags": ["raises-exception"]}),
@@ -44,6 +44,7 @@ def test_book_renders_outputs_folds_hidden_code_and_names_failures(tmp_path, cap
     assert "checked" in hidden[1].split("</details>")[0], "its code is inside the fold"
     assert "checked 2" in good_html, "its output shows"
     assert 'href="index.html"' in good_html, "every page links back to the index"
+    assert 'href="02_bad.html#top"' in good_html, "a link to another notebook goes to its page"
     bad_html = (out / "02_bad.html").read_text(encoding="utf-8")
     assert "before the error" in bad_html and "RuntimeError" in bad_html, "outputs up to the error, and the error"
     index = (out / "index.html").read_text(encoding="utf-8")

@@ -119,7 +119,8 @@ def test_an_english_edit_without_its_translation_fails_and_update_marks_it_fuzzy
     assert translation.check(notebook, []) == []
     chinese = json.loads((translation.CHINESE / notebook.name).read_text(encoding="utf-8"))
     assert "".join(chinese["cells"][2]["source"]) == "返回[总览](../../README.zh-CN.md)。"
-    assert "English edition: [01_small.ipynb](../01_small.ipynb)" in "".join(chinese["cells"][0]["source"])
+    assert "".join(chinese["cells"][0]["source"]).split("\n\n")[1] == (
+        "> 英文原版 (English edition): [01_small.ipynb](../01_small.ipynb)"), "under the title"
 
     nb = nbformat.read(notebook, as_version=4)
     nb.cells[0].source = "# 01 · Small\n\nEvery rank runs `init()`;\nthe loss falls fast."
