@@ -84,7 +84,7 @@ def render(nb, out: Path, language: str = "en", other: str | None = None) -> Non
                             language_code=words["lang"][:2])   # <html lang>: CJK fonts for Chinese pages
     resources = {"book": {"all": words["all"], "other": other, "other_label": words["other"]}}
     body, _ = exporter.from_notebook_node(nb, resources=resources)
-    body = re.sub(r'href="(\d\d_[\w-]+)\.ipynb', r'href="\1.html', body)   # links between notebooks: their pages
+    body = re.sub(r'href="((?:\.\./)?\d\d_[\w-]+)\.ipynb', r'href="\1.html', body)   # notebook links: their pages
     out.write_text(body, encoding="utf-8")
 
 

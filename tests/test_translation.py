@@ -165,6 +165,7 @@ def test_the_book_renders_the_chinese_page_from_the_english_run(small_series):
     zh_page = (out / "zh_CN" / "01_small.html").read_text(encoding="utf-8")
     assert "损失下降" in zh_page and "loss 1.0" in zh_page, "Chinese text with the English run's outputs"
     assert '<html lang="zh">' in zh_page and 'href="../01_small.html"' in zh_page
+    assert ".ipynb\"" not in zh_page, "the English original's link goes to its page too"
     assert 'href="zh_CN/01_small.html"' in (out / "01_small.html").read_text(encoding="utf-8")
     zh_index = (out / "zh_CN" / "index.html").read_text(encoding="utf-8")
     assert 'href="01_small.html"' in zh_index and 'href="../index.html"' in zh_index
