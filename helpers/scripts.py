@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -55,6 +56,16 @@ def all_scripts() -> dict[tuple[str, str], str]:
     """{(notebook name, script path): source} across the series."""
     return {(nb.name, name): source for nb in sorted(NOTEBOOKS.glob("*.ipynb"))
             for name, source in notebook_scripts(nb).items()}
+
+
+def borrowed_scripts(notebook: str | Path) -> dict[str, str]:
+    """{script path: source} of the scripts `notebook` copies from another notebook with `write_script` (notebook
+    12's train_3d.py imports notebook 11's gpt.py, copied as it is), so a test can put them beside its own."""
+    found = {}
+    for source in _code_sources(notebook):
+        for other, name in re.findall(r'write_script\(\s*"([^"]+\.ipynb)",\s*"([^"]+)"', source):
+            found[name] = notebook_scripts(other)[name]
+    return found
 
 
 def write_script(notebook: str | Path, name: str, folder: str | Path) -> Path:

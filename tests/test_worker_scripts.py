@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers.ports import free_port
-from helpers.scripts import all_scripts, notebook_scripts
+from helpers.scripts import all_scripts, borrowed_scripts, notebook_scripts
 
 SCRIPTS = all_scripts()
 ALLOWED_TOP_LEVEL = {"mindspore", "numpy"} | set(sys.stdlib_module_names)
@@ -40,9 +40,11 @@ def imported_modules(source: str) -> set[str]:
 
 
 def siblings(notebook: str) -> set[str]:
-    """Module names of the scripts `notebook` writes: its scripts may import these (notebook 11's train_gpt.py
-    imports gpt.py, as a project's train.py imports its model.py)."""
-    return {Path(name).stem for nb, name in SCRIPTS if nb == notebook}
+    """Module names of the scripts `notebook` writes or copies from another notebook: its scripts may import these
+    (notebook 11's train_gpt.py imports gpt.py, as a project's train.py imports its model.py; notebook 12 copies
+    that gpt.py)."""
+    return {Path(name).stem for nb, name in SCRIPTS if nb == notebook} | {
+        Path(name).stem for name in borrowed_scripts(notebook)}
 
 
 # A module its notebook's scripts import is tested through them, not launched on its own.
@@ -81,9 +83,9 @@ def test_scripts_import_only_mindspore_numpy_and_the_standard_library(key):
 @pytest.mark.launch
 @pytest.mark.parametrize("key", LAUNCHED, ids=lambda k: f"{k[0][:2]}-{Path(k[1]).name}")
 def test_script_runs_under_bare_msrun(key, tmp_path):
-    for (notebook, name), source in SCRIPTS.items():   # the script and the files it may import beside it
-        if notebook == key[0]:
-            (tmp_path / Path(name).name).write_text(source, encoding="utf-8")
+    beside = {name: source for (notebook, name), source in SCRIPTS.items() if notebook == key[0]}
+    for name, source in {**borrowed_scripts(key[0]), **beside}.items():   # the files the script may import
+        (tmp_path / Path(name).name).write_text(source, encoding="utf-8")
     script = tmp_path / Path(key[1]).name
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TUTORIAL_", "MS_", "RANK_"))}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # msrun starts `python`
