@@ -68,7 +68,3 @@ class Mesh:
     def groups(self, axis: str) -> list[tuple[int, ...]]:
         """Every group along `axis`: each rank is in exactly one."""
         return sorted({self.group_of(rank, axis) for rank in range(self.size)})
-
-    def group_name(self, rank: int, axis: str) -> str:
-        """A name for create_group, the same on every rank of the group and different for every group."""
-        return f"{axis}-" + "-".join(map(str, self.group_of(rank, axis)))

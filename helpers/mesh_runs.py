@@ -34,18 +34,19 @@ def layouts(run_dir: str | Path) -> dict[str, dict]:
         else:
             run["ranks"][rank] = line
     for name, run in runs.items():
+        run["layout"] = name
         run["dp"], run["pp"], run["tp"] = (int(n) for n in name.split("x"))
         run["loss"] = [run["loss"][step] for step in sorted(run["loss"])]
     return runs
 
 
-def assembled_weights(run_dir: str | Path, layout: str, reference: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The whole model's weights after a layout's run, put together from its ranks' slices: each weight from the
-    ranks of data-parallel replica 0, a tensor-parallel slice joined along the axis where it is smaller than the
-    `reference` weight of the same name."""
-    runs = layouts(run_dir)[layout]
+def assembled_weights(run_dir: str | Path, run: dict, reference: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The whole model's weights after a layout's run (one of `layouts(run_dir)`), put together from its ranks'
+    slices: each weight from the ranks of data-parallel replica 0, a tensor-parallel slice joined along the axis
+    where it is smaller than the `reference` weight of the same name."""
+    layout = run["layout"]
     slices: dict[str, dict[int, np.ndarray]] = {}
-    for rank, info in runs["ranks"].items():
+    for rank, info in run["ranks"].items():
         d, _, t = info["coords"]
         if d == 0:
             with np.load(Path(run_dir) / f"rank_{rank}" / f"weights_{layout}.npz") as saved:

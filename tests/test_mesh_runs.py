@@ -40,14 +40,15 @@ def test_layouts_costs_and_weights_put_back_together(tmp_path):
         write_rank(tmp_path, rank, lines, {"w": whole["w"][2 * rank:2 * rank + 2], "norm": whole["norm"]})
     run = mesh_runs.layouts(tmp_path)["1x1x2"]
     assert (run["dp"], run["pp"], run["tp"]) == (1, 1, 2) and run["loss"] == [2.5, 2.0, 1.5]
+    assert run["layout"] == "1x1x2"
     cost = mesh_runs.costs(run)
     assert cost["seconds"] == pytest.approx(0.6), "median of the steps after the first, slowest rank"
     assert cost["tokens_per_s"] == pytest.approx(70 / 0.6) and cost["comm_share"] == pytest.approx(0.25)
     assert cost["sent_rank"] == 1 and cost["sent"]["tp"] == 200 and cost["state_bytes"] == 120
-    weights = mesh_runs.assembled_weights(tmp_path, "1x1x2", whole)
+    weights = mesh_runs.assembled_weights(tmp_path, run, whole)
     assert all(np.array_equal(weights[k], whole[k]) for k in whole)
     with pytest.raises(ValueError, match="no rank saved"):
-        mesh_runs.assembled_weights(tmp_path, "1x1x2", {**whole, "missing": whole["norm"]})
+        mesh_runs.assembled_weights(tmp_path, run, {**whole, "missing": whole["norm"]})
 
 
 @pytest.mark.launch
