@@ -59,6 +59,13 @@ class ModelShape:
         embeddings = self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
         return embeddings + self.layers * self.layer_parameters() + self.hidden   # + the final RMSNorm
 
+    def expert_parameters(self) -> int:
+        """The routed experts' parameters (0 for a dense model): what expert parallelism splits."""
+        if self.experts == 1:
+            return 0
+        return self.layers * self.experts * (3 * self.hidden * self.intermediate
+                                             + (2 * self.intermediate + self.hidden) * self.mlp_bias)
+
     def active_parameters(self) -> int:
         """Parameters one token passes through (a mixture of experts runs experts_per_token of its experts)."""
         idle = (self.experts - self.experts_per_token) * 3 * self.hidden * self.intermediate

@@ -147,11 +147,16 @@ OPTIMIZER_LEVELS = {"level1": {"params", "optimizer"}, "level2": {"params", "opt
 def plan(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, optimizer: str = "adam",
          precision: str = "bf16-mixed", layers: int | None = None, hidden: int | None = None, seq: int = 1,
          micro_batch: int = 1, heads: int | None = None, accumulate: int = 1, recompute: bool = False,
-         block: str = "transformer", optimizer_level: str | None = None, vocab: int | None = None) -> dict[str, int]:
+         block: str = "transformer", optimizer_level: str | None = None, vocab: int | None = None,
+         ep: int | None = None, expert_params: float = 0) -> dict[str, int]:
     """Bytes per card: {"params", "grads", "optimizer", "activations", "total"} (integers). `zero` is the ZeRO
-    stage; `optimizer_level` instead plans MindSpore's hsdp level ("level1", "level2", "level3")."""
+    stage; `optimizer_level` instead plans MindSpore's hsdp level ("level1", "level2", "level3"). With `ep`, the
+    `expert_params` of a mixture of experts are split over ep expert-parallel ranks (and the stages), not by tp;
+    the ep ranks are carved out of the dp x tp ones, and ZeRO shards the experts over the dp x tp / ep ranks that
+    hold the same experts (notebook 13)."""
     counts = {"--params": params, "--dp": dp, "--tp": tp, "--pp": pp, "--seq": seq, "--micro-batch": micro_batch,
-              "--accumulate": accumulate, "--layers": layers, "--hidden": hidden, "--heads": heads, "--vocab": vocab}
+              "--accumulate": accumulate, "--layers": layers, "--hidden": hidden, "--heads": heads, "--vocab": vocab,
+              "--ep": ep}
     for flag, value in counts.items():
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise PlanError(f"{flag}: must be a number, got {value!r} ({type(value).__name__})")
@@ -171,9 +176,17 @@ def plan(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0,
         raise PlanError(f"--tp: {tp} does not divide --hidden {hidden}")
     if heads is not None and heads % tp:
         raise PlanError(f"--tp: {tp} does not divide --heads {heads}")
+    if ep is not None and (dp * tp) % ep:
+        raise PlanError(f"--ep: {ep} does not divide dp x tp = {dp * tp} (the expert-parallel ranks are carved "
+                        "out of the data- and tensor-parallel ones)")
+    if ep is not None and not 0 < expert_params <= params:
+        raise PlanError("--ep: needs the experts' share of the parameters (--config of a mixtral model)")
     per_param = bytes_per_param(optimizer, precision)
-    here = math.ceil(int(params) / (tp * pp))            # this card's share of the model
-    shard = math.ceil(here / dp)                         # this card's share of a ZeRO-sharded buffer
+    experts = int(expert_params) if ep is not None else 0
+    dense = math.ceil((int(params) - experts) / (tp * pp))   # this card's share of the model (without experts)
+    mine = math.ceil(experts / (ep * pp)) if experts else 0   # and of the experts
+    here = dense + mine
+    shard = math.ceil(dense / dp) + (math.ceil(mine / (dp * tp // ep)) if experts else 0)   # of a ZeRO-sharded buffer
     sharded = {"params": zero >= 3, "grads": zero >= 2, "optimizer": zero >= 1}
     if optimizer_level is not None:
         sharded = {name: name in OPTIMIZER_LEVELS[optimizer_level] for name in sharded}
@@ -271,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dp", type=_count, default=1, help="data-parallel degree")
     parser.add_argument("--tp", type=_count, default=1, help="tensor-parallel degree")
     parser.add_argument("--pp", type=_count, default=1, help="pipeline-parallel degree (stages)")
+    parser.add_argument("--ep", type=_count, help="expert-parallel degree (a mixture of experts from --config)")
     parser.add_argument("--zero", type=int, default=0, help="optimizer-sharding stage 0-3")
     parser.add_argument("--optimizer-level", help="instead of --zero: MindSpore's hsdp level1 | level2 | level3")
     parser.add_argument("--optimizer", default="adam", help="sgd | momentum | adam")
@@ -309,8 +323,10 @@ def main(argv: list[str] | None = None) -> int:
         options = {"optimizer": args.optimizer, "precision": args.precision, "layers": whole["layers"],
                    "hidden": whole["hidden"], "seq": whole["seq"], "micro_batch": whole["micro_batch"],
                    "accumulate": whole["accumulate"], "block": args.block, "vocab": whole["vocab"]}
+        experts = {"ep": whole["ep"], "expert_params": shape.expert_parameters() if shape else 0} if args.ep else {}
         result = plan(whole["params"], dp=whole["dp"], tp=whole["tp"], pp=whole["pp"], zero=args.zero,
-                      heads=whole["heads"], recompute=args.recompute, optimizer_level=args.optimizer_level, **options)
+                      heads=whole["heads"], recompute=args.recompute, optimizer_level=args.optimizer_level,
+                      **experts, **options)
         layouts = None
         if args.search:
             cards = whole["cards"]
@@ -332,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sharding = f"hsdp {args.optimizer_level}" if args.optimizer_level else f"ZeRO stage {args.zero}"
     model = f"{shape.model_type} from {args.config}: {whole['params']:,}" if shape else f"{args.params:.4g}"
-    print(f"{model} parameters, dp {whole['dp']} x tp {whole['tp']} x pp {whole['pp']}, {sharding}, "
+    experts = f" (experts over ep {whole['ep']})" if args.ep else ""
+    print(f"{model} parameters, dp {whole['dp']} x tp {whole['tp']} x pp {whole['pp']}{experts}, {sharding}, "
           f"{args.optimizer}, {args.precision}: per card")
     for name in (*COMPONENTS, "total"):
         print(f"  {name:<12}{result[name] / GB:10.3f} GB")

@@ -84,6 +84,8 @@ def test_cli_json():
     (("--config", "tests/data/hf_configs/Qwen2-7B.json", "--params", "7e9"), "--params"),
     (("--config", "tests/data/hf_configs/missing.json"), "--config"),
     (("--config", "pyproject.toml"), "--config"),
+    (("--params", "1e9", "--ep", "2", "--dp", "2"), "--ep"),
+    (("--config", "tests/data/hf_configs/Mixtral-8x7B-v0.1.json", "--ep", "3", "--dp", "4"), "--ep"),
 ])
 def test_cli_bad_input_names_the_flag(args, flag):
     result = run_cli(*args)
@@ -191,3 +193,28 @@ def test_config_count_equals_notebook_11s_gpt(kv_heads, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(config))
     built = sum(w.size for w in namespace["init_weights"](cfg).values())
     assert read_config(tmp_path / "config.json").parameters() == built
+
+
+def test_expert_parallelism_splits_the_experts_only():
+    # 100 parameters, 80 of them experts: on each of 4 cards the 20 others whole and a quarter of the experts.
+    assert plan(100, dp=4, ep=4, expert_params=80, precision="fp32", optimizer="sgd")["params"] == (20 + 20) * 4
+    # ZeRO-1 shards the others over dp = 4 and each card's experts over the dp / ep = 1 card that holds them.
+    adam = plan(100, dp=4, ep=4, expert_params=80, zero=1, precision="fp32")["optimizer"]
+    assert adam == (20 // 4 + 20) * 8
+    assert plan(100, dp=4, ep=2, expert_params=80, zero=1, precision="fp32")["optimizer"] == (5 + 40 // 2) * 8
+    with pytest.raises(PlanError, match="--ep: 3 does not divide dp x tp = 4"):
+        plan(100, dp=4, ep=3, expert_params=80)
+    with pytest.raises(PlanError, match="--ep: needs the experts' share"):
+        plan(100, dp=4, ep=4)
+
+
+def test_cli_expert_parallel_mixtral():
+    from helpers.hf_config import read_config
+
+    mixtral = read_config(CONFIGS / "Mixtral-8x7B-v0.1.json")
+    result = run_cli("--config", str(CONFIGS / "Mixtral-8x7B-v0.1.json"), "--dp", "8", "--ep", "8",
+                     "--precision", "fp32", "--optimizer", "sgd", "--json")
+    assert result.returncode == 0, result.stderr
+    experts = mixtral.expert_parameters()
+    assert experts == 32 * 8 * 3 * 4096 * 14336
+    assert json.loads(result.stdout)["params"] == (mixtral.parameters() - experts + experts // 8) * 4
