@@ -348,8 +348,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sharding = f"hsdp {args.optimizer_level}" if args.optimizer_level else f"ZeRO stage {args.zero}"
     model = f"{shape.model_type} from {args.config}: {whole['params']:,}" if shape else f"{args.params:.4g}"
-    experts = f" (experts over ep {whole['ep']})" if args.ep else ""
-    print(f"{model} parameters, dp {whole['dp']} x tp {whole['tp']} x pp {whole['pp']}{experts}, {sharding}, "
+    over_ep = f" (experts over ep {whole['ep']})" if args.ep else ""
+    print(f"{model} parameters, dp {whole['dp']} x tp {whole['tp']} x pp {whole['pp']}{over_ep}, {sharding}, "
           f"{args.optimizer}, {args.precision}: per card")
     for name in (*COMPONENTS, "total"):
         print(f"  {name:<12}{result[name] / GB:10.3f} GB")

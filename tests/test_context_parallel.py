@@ -19,7 +19,7 @@ NOTEBOOK = "14_long_sequences.ipynb"
     (3, ("--algos", "ulysses", "--seq", "192"), "ulysses on 3 ranks: heads=8 does not divide by the context-parallel "
                                                 "degree 3"),
     (3, ("--algos", "ring", "--seq", "192"), "ring on 3 ranks: ring attention here needs an even number of ranks"),
-    (2, ("--algos", "ring-zigzag", "--seq", "100"), "seq=100 does not divide into 4 equal chunks for 2 ranks"),
+    (2, ("--algos", "ring-zigzag", "--seq", "102"), "seq=102 does not divide into 4 equal chunks for 2 ranks"),
     (1, ("--algos", "flash"), "--algos: 'flash' is not one of ulysses, ring, ring-zigzag"),
 ], ids=["heads", "odd-ring", "zigzag-seq", "unknown"])
 def test_a_job_it_cannot_run_stops_with_the_reason(ranks, flags, reason, tmp_path):
