@@ -2,17 +2,12 @@
 layout that cannot run, under bare msrun."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from bare_msrun import run_script
 
 from helpers import mesh_runs
-from helpers.ports import free_port
-from helpers.scripts import borrowed_scripts, notebook_scripts
 
 NOTEBOOK = "12_3d_parallelism.ipynb"
 
@@ -53,15 +48,7 @@ def test_layouts_costs_and_weights_put_back_together(tmp_path):
 
 @pytest.mark.launch
 def test_a_layout_that_cannot_run_stops_the_job_with_the_reason(tmp_path):
-    for name, source in {**borrowed_scripts(NOTEBOOK), **notebook_scripts(NOTEBOOK)}.items():
-        (tmp_path / Path(name).name).write_text(source, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUTORIAL_", "MS_", "RANK_"))}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     for layout, reason in (("1x1x2", "mesh 1x1x2 cannot run on 1 ranks: dp x pp x tp = 2, not 1"),):
-        command = [sys.executable, "-m", "mindspore.parallel.cluster.run", "--worker_num=1", "--local_worker_num=1",
-                   f"--master_port={free_port()}", f"--log_dir={tmp_path / 'logs'}", "--join=True",
-                   "train_3d.py", "--layouts", layout]
-        result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-        log = (tmp_path / "logs" / "worker_0.log").read_text(errors="replace")
-        assert result.returncode != 0 and reason in log, log[-2000:]
+        code, log = run_script(NOTEBOOK, "train_3d.py", ("--layouts", layout), 1, tmp_path)
+        assert code != 0 and reason in log, log[-2000:]
         assert "Traceback" not in log, "the reason, not a stack trace"

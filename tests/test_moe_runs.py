@@ -1,17 +1,12 @@
 """Notebook 13's results reader (helpers.moe_runs) on a run folder written by hand, and train_moe.py's refusal of a
 rank count that does not divide its experts or its batch."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from bare_msrun import run_script
 
 from helpers import moe_runs
-from helpers.ports import free_port
-from helpers.scripts import borrowed_scripts, notebook_scripts
 
 NOTEBOOK = "13_mixture_of_experts.ipynb"
 
@@ -55,16 +50,8 @@ def test_imbalance_is_max_over_mean_per_step_and_layer():
 
 @pytest.mark.launch
 def test_a_rank_count_that_does_not_divide_stops_the_job_with_the_reason(tmp_path):
-    for name, source in {**borrowed_scripts(NOTEBOOK), **notebook_scripts(NOTEBOOK)}.items():
-        (tmp_path / Path(name).name).write_text(source, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUTORIAL_", "MS_", "RANK_"))}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     for flags, reason in ((("--experts", "3"), "--experts 3 does not divide by the 2 ranks"),
                           (("--batch", "3"), "--batch 3 does not divide by the 2 ranks")):
-        logs = tmp_path / f"logs{flags[0]}"
-        command = [sys.executable, "-m", "mindspore.parallel.cluster.run", "--worker_num=2", "--local_worker_num=2",
-                   f"--master_port={free_port()}", f"--log_dir={logs}", "--join=True", "train_moe.py", *flags]
-        result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-        log = (logs / "worker_0.log").read_text(errors="replace")
-        assert result.returncode != 0 and reason in log, log[-2000:]
+        code, log = run_script(NOTEBOOK, "train_moe.py", flags, 2, tmp_path)
+        assert code != 0 and reason in log, log[-2000:]
         assert "Traceback" not in log, "the reason, not a stack trace"
