@@ -23,6 +23,14 @@ of `seq` tokens, with b = bytes per element (4 in float32, 2 in mixed precision)
   (a = heads; without --heads the attention-score term is left out, as with flash attention), written
   for 16-bit activations and doubled for float32. With full recompute a layer keeps only its input,
   2·s·B·h / tp bytes (b·s·B·h in float32), and one layer's full activations exist while it is recomputed.
+- block "llama" (the default with --config): a Llama-type layer (llama, mistral, qwen2, mixtral), counted the
+  way Korthikanti et al. count, the inputs each operation keeps for its backward, in 16-bit bytes per token:
+  attention 2h (norm input) + 2h (the q, k, v projections' input) + 2q (queries) + 4k (keys and values) + 2q
+  (the output projection's input) + 2·a·s (softmax output; no dropout in these models), with q = heads·d and
+  k = kv_heads·d; SwiGLU MLP 2h (norm input) + 2h (gate and up projections' input) + 8I (gate, up, silu(gate)
+  and their product, I = intermediate_size). For Llama-2-7B (k = q = h, I = 2.6875h) that is 37.5·s·B·h per
+  layer against GPT's 34. A mixture of experts replaces the MLP's 2h + 8I by 2E (the router's probabilities,
+  E experts) + experts_per_token·(2h + 8I) (each token's copies and their experts' intermediates).
 - block "mlp": notebook 09's residual block x + Dense(4h→h)(ReLU(Dense(h→4h)(x))). Kept per token and
   layer: its input (h) and the ReLU output (4h), b·5h bytes; while one layer runs backward, two more
   4h-wide buffers (its output gradient and its input gradient's product), b·8h per token. With recompute
@@ -45,8 +53,8 @@ gradients sum into the gradient buffer counted above.
 
 --config reads a Hugging Face config.json (helpers.hf_config: llama, mistral, qwen2, mixtral) for the exact
 parameter count, the layers, hidden size and vocabulary; its heads only limit tp (add --heads for the
-attention-score term; left out, the planner assumes flash attention, as Ascend jobs use). The activation formula
-stays Korthikanti et al.'s, written for a 4h GELU MLP: a SwiGLU or mixture-of-experts layer keeps other bytes.
+attention-score term; left out, the planner assumes flash attention, as Ascend jobs use), and its activations
+follow block "llama": grouped key/value heads, the SwiGLU width and the experts per token.
 --card 910B | 910A | BYTES gives a verdict: it fits when the total is at most
 90% of the card (64 GB or 32 GB, counted as 10^9 bytes: below the cards' 64 and 32 GiB), the rest left to
 MindSpore's runtime, workspace, communication buffers and fragmentation. --search --cards N lists every layout
@@ -63,12 +71,12 @@ import json
 import math
 import sys
 
-from helpers.hf_config import ConfigError, read_config
+from helpers.hf_config import ConfigError, ModelShape, read_config
 from helpers.mesh import factorizations
 
 OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}     # float32 tensors the size of the weights
 PRECISIONS = ("fp32", "fp16-mixed", "bf16-mixed")
-BLOCKS = ("transformer", "mlp")
+BLOCKS = ("transformer", "llama", "mlp")
 GB = 1e9
 CARDS = {"910B": 64 * GB, "910A": 32 * GB}          # HBM per card (Huawei: Atlas 800T A2's 910B; Atlas 300T's 910)
 USABLE = 0.9                                       # the share of a card the planner lets a plan fill
@@ -96,16 +104,21 @@ def bytes_per_param(optimizer: str, precision: str) -> dict[str, int]:
 
 def activation_bytes(*, layers: int, hidden: int, seq: int = 1, micro_batch: int = 1, heads: int | None = None,
                      tp: int = 1, pp: int = 1, accumulate: int = 1, recompute: bool = False,
-                     precision: str = "bf16-mixed", block: str = "transformer", vocab: int | None = None) -> int:
-    """Activation bytes per card for one training step (formulas in the module docstring)."""
+                     precision: str = "bf16-mixed", block: str = "transformer", vocab: int | None = None,
+                     shape: ModelShape | None = None) -> int:
+    """Activation bytes per card for one training step (formulas in the module docstring). Block "llama" takes
+    the layer's widths from `shape` (helpers.hf_config.read_config)."""
     if block not in BLOCKS:
         raise PlanError(f"--block: unknown value {block!r} (choose from {', '.join(BLOCKS)})")
+    if block == "llama" and shape is None:
+        raise PlanError("--block: llama needs the model's config.json (--config), for its widths")
     element = element_bytes(precision)
     tokens = seq * micro_batch
     layers_here = layers // pp
     in_flight = min(pp, accumulate)
-    if block == "transformer":
-        full = tokens * hidden * 34 + (5 * heads * seq * tokens if heads else 0)   # 16-bit bytes per layer
+    if block in ("transformer", "llama"):
+        per_token = 34 * hidden if block == "transformer" else llama_layer_units(shape)
+        full = tokens * per_token + (5 if block == "transformer" else 2) * (heads * seq * tokens if heads else 0)
         full = full * element // 2 // tp
         kept = element * tokens * hidden // tp if recompute else full
         working = full if recompute else 0
@@ -114,6 +127,16 @@ def activation_bytes(*, layers: int, hidden: int, seq: int = 1, micro_batch: int
         working = element * tokens * hidden * (8 + (5 if recompute else 0))
     ends = element * tokens * hidden + tokens * vocab * (element + 4) // tp if vocab else 0   # embedding, logits, loss
     return in_flight * layers_here * kept + working + ends
+
+
+def llama_layer_units(shape: ModelShape) -> int:
+    """16-bit bytes one token keeps for the backward pass in one Llama-type layer, without the attention scores
+    (block "llama" in the module docstring)."""
+    h, q, k = shape.hidden, shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
+    attention = 2 * h + 2 * h + 2 * q + 4 * k + 2 * q
+    expert = 2 * h + 8 * shape.intermediate
+    mlp = 2 * h + (expert if shape.experts == 1 else 2 * shape.experts + shape.experts_per_token * expert)
+    return attention + mlp
 
 
 def communication_bytes(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0,
@@ -126,14 +149,15 @@ def communication_bytes(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1,
     parallelism two all-gathers and two reduce-scatters of s·B·h per layer forward, the same backward (without
     it, two all-reduces each way: the same bytes), 8·(tp−1)/tp·s·B·h·b per layer and micro-batch, 12 with
     recompute (the forward runs twice). pp: a middle stage sends one activation and one gradient of s·B·h/tp per
-    micro-batch. Without --layers and --hidden only the dp term is counted."""
+    micro-batch, a first or last stage one of them (so each of two stages sends one). Without --layers and
+    --hidden only the dp term is counted."""
     element = element_bytes(precision)
     here = math.ceil(int(params) / (tp * pp))
     sent = {"dp": (3 if zero >= 3 else 2) * (dp - 1) * here * element // dp, "tp": 0, "pp": 0}
     if layers is not None and hidden is not None:
         tokens = seq * micro_batch
         sent["tp"] = (12 if recompute else 8) * (tp - 1) * tokens * hidden * element * (layers // pp) // tp * accumulate
-        sent["pp"] = 2 * tokens * hidden * element // tp * accumulate if pp > 1 else 0
+        sent["pp"] = min(2, pp - 1) * tokens * hidden * element // tp * accumulate
     sent["total"] = sum(sent.values())
     return sent
 
@@ -148,7 +172,7 @@ def plan(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0,
          precision: str = "bf16-mixed", layers: int | None = None, hidden: int | None = None, seq: int = 1,
          micro_batch: int = 1, heads: int | None = None, accumulate: int = 1, recompute: bool = False,
          block: str = "transformer", optimizer_level: str | None = None, vocab: int | None = None,
-         ep: int | None = None, expert_params: float = 0) -> dict[str, int]:
+         ep: int | None = None, expert_params: float = 0, shape: ModelShape | None = None) -> dict[str, int]:
     """Bytes per card: {"params", "grads", "optimizer", "activations", "total"} (integers). `zero` is the ZeRO
     stage; `optimizer_level` instead plans MindSpore's hsdp level ("level1", "level2", "level3"). With `ep`, the
     `expert_params` of a mixture of experts are split over ep expert-parallel ranks (and the stages), not by tp;
@@ -193,7 +217,7 @@ def plan(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0,
     out = {name: per_param[name] * (shard if sharded[name] else here) for name in per_param}
     out["activations"] = 0 if layers is None else activation_bytes(
         layers=layers, hidden=hidden, seq=seq, micro_batch=micro_batch, heads=heads, tp=tp, pp=pp,
-        accumulate=accumulate, recompute=recompute, precision=precision, block=block, vocab=vocab)
+        accumulate=accumulate, recompute=recompute, precision=precision, block=block, vocab=vocab, shape=shape)
     out["total"] = sum(out[name] for name in COMPONENTS)
     return out
 
@@ -297,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--micro-batch", type=_count, default=1, help="sequences per micro-batch, per card")
     parser.add_argument("--accumulate", type=_count, default=1, help="gradient-accumulation steps")
     parser.add_argument("--recompute", action="store_true", help="full activation recompute")
-    parser.add_argument("--block", default="transformer", help="transformer | mlp")
+    parser.add_argument("--block", help="transformer | llama | mlp (default: llama with --config, else transformer)")
     parser.add_argument("--card", help="910B | 910A | a size in bytes: say whether the plan fits")
     parser.add_argument("--search", action="store_true", help="list the layouts of --cards cards that fit --card")
     parser.add_argument("--cards", type=_count, help="with --search: the number of cards")
@@ -322,7 +346,8 @@ def main(argv: list[str] | None = None) -> int:
             card_bytes(args.card)
         options = {"optimizer": args.optimizer, "precision": args.precision, "layers": whole["layers"],
                    "hidden": whole["hidden"], "seq": whole["seq"], "micro_batch": whole["micro_batch"],
-                   "accumulate": whole["accumulate"], "block": args.block, "vocab": whole["vocab"]}
+                   "accumulate": whole["accumulate"], "vocab": whole["vocab"], "shape": shape,
+                   "block": args.block or ("llama" if shape else "transformer")}
         experts = {"ep": whole["ep"], "expert_params": shape.expert_parameters() if shape else 0} if args.ep else {}
         result = plan(whole["params"], dp=whole["dp"], tp=whole["tp"], pp=whole["pp"], zero=args.zero,
                       heads=whole["heads"], recompute=args.recompute, optimizer_level=args.optimizer_level,

@@ -10,6 +10,7 @@ import pytest
 from helpers.memory import GB, PlanError, plan
 
 ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "hf_configs"
 
 
 @pytest.mark.parametrize("stage, expected_gb", [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
@@ -176,6 +177,28 @@ def test_communication_formula():
     assert communication_bytes(8000, dp=4, zero=3, precision="fp32")["dp"] == 3 * 3 * 8000 * 4 // 4
     tp = communication_bytes(8, tp=2, layers=2, hidden=8, seq=4, precision="fp32")
     assert tp["tp"] == 8 * 1 * 4 * 8 * 4 * 2 // 2 and tp["pp"] == 0
+    unit = 4 * 8 * 4 // 2                      # one activation of s x h / tp, float32
+    for pp, sends in ((2, 1), (4, 2)):         # two stages send one message each per micro-batch; a middle one two
+        assert communication_bytes(8, tp=2, pp=pp, layers=4, hidden=8, seq=4, precision="fp32")["pp"] == sends * unit
+
+
+def test_llama_layer_activations():
+    """Block "llama": 37.5 s·B·h per layer for Llama-2-7B (GQA and SwiGLU counted), experts for Mixtral."""
+    from helpers.hf_config import read_config
+    from helpers.memory import llama_layer_units
+
+    llama = read_config(DATA / "Llama-2-7b-hf.json")
+    assert llama_layer_units(llama) * 2 == 75 * llama.hidden
+    one = plan(1, layers=32, hidden=4096, seq=4096, block="llama", shape=llama)["activations"]
+    assert one == 32 * 4096 * llama_layer_units(llama)
+    with_scores = plan(1, layers=32, hidden=4096, seq=4096, heads=32, block="llama", shape=llama)["activations"]
+    assert with_scores - one == 32 * 2 * 32 * 4096 * 4096
+    mixtral = read_config(DATA / "Mixtral-8x7B-v0.1.json")
+    h, i = mixtral.hidden, mixtral.intermediate
+    attention = 4 * h + 4 * h + 4 * 1024                        # 32 query heads and 8 key/value heads of 128
+    assert llama_layer_units(mixtral) == attention + 2 * h + 2 * 8 + 2 * (2 * h + 8 * i)
+    with pytest.raises(PlanError, match="^--block: llama needs"):
+        plan(1, layers=2, hidden=8, block="llama")
 
 
 @pytest.mark.parametrize("kv_heads", [8, 2])
