@@ -116,9 +116,9 @@ def activation_bytes(*, layers: int, hidden: int, seq: int = 1, micro_batch: int
     tokens = seq * micro_batch
     layers_here = layers // pp
     in_flight = min(pp, accumulate)
-    if block in ("transformer", "llama"):
-        per_token = 34 * hidden if block == "transformer" else llama_layer_units(shape)
-        full = tokens * per_token + (5 if block == "transformer" else 2) * (heads * seq * tokens if heads else 0)
+    if block in ("transformer", "llama"):   # 16-bit bytes per token, and per attention-score entry
+        per_token, per_score = (34 * hidden, 5) if block == "transformer" else (llama_layer_units(shape), 2)
+        full = tokens * per_token + (per_score * heads * seq * tokens if heads else 0)
         full = full * element // 2 // tp
         kept = element * tokens * hidden // tp if recompute else full
         working = full if recompute else 0

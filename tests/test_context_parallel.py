@@ -1,7 +1,6 @@
 """Notebook 14's train_cp.py stops a job it cannot run with the reason: a degree that does not divide the heads
 (Ulysses), an odd ring, a sequence that does not split into equal chunks."""
 
-
 import pytest
 from bare_msrun import run_script
 

@@ -1,7 +1,6 @@
 """Notebook 13's results reader (helpers.moe_runs) on a run folder written by hand, and train_moe.py's refusal of a
 rank count that does not divide its experts or its batch."""
 
-
 import numpy as np
 import pytest
 from bare_msrun import run_script
