@@ -7,11 +7,15 @@ renders it with nbconvert's JupyterLab template. Collapsed cells ("Checks", evid
 collapsed: their code sits in a `<details>` element, their outputs show. The index page is the
 README's table of notebooks, linked to the rendered pages, with each notebook's status and time.
 
-The Chinese edition (中文版) is rendered from the same run, not a second one: each executed notebook with
-its markdown replaced by its translation (helpers.translation) goes to book/zh_CN/, with an index made
-from README.zh-CN.md's table. Every page links to its other language.
+The Chinese edition (中文版) is a run of its own: the notebooks in notebooks/zh_CN/, executed from that
+folder as a Chinese reader runs them, go to book/zh_CN/ with an index made from README.zh-CN.md's table.
+Every page links to its other language. `make test` builds the English book at 2 ranks and the Chinese
+one at 8, so each rank count runs every notebook once.
 
-    python -m helpers.book [--out book] [--readme README.md] [NOTEBOOK ...]
+The book works with no network: formulas become MathML when the page is written (latex2mathml; browsers
+draw MathML themselves), and no script, font or style is loaded from another host.
+
+    python -m helpers.book [--out book] [--language en|zh] [--readme README.md] [NOTEBOOK ...]
 
 Exits non-zero, naming every notebook that failed, after rendering all of them (a failed notebook's
 page shows its outputs up to the failing cell and the error).
@@ -27,8 +31,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers import translation
-
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = Path(__file__).resolve().parent / "templates"  # templates/book: the lab template, plus <details>
 CELL_TIMEOUT = 600  # seconds, as nbmake's --nbmake-timeout in pyproject.toml
@@ -40,22 +42,28 @@ class Page:
     html_name: str
     seconds: float
     error: str | None = None
-    chinese: bool = False   # book/zh_CN/<html_name> exists
 
 
 # What an index and a page's navigation say, in each language.
 WORDS = {
     "en": {"lang": "en", "all": "← all notebooks", "other": "中文版", "not_built": "not built",
            "ran": "ran in {:.0f} s", "failed": "FAILED: {}", "columns": ("notebook", "what it teaches", "this build"),
+           "hidden": "code hidden in the notebook (click to show)",
            "title": "MindSpore distributed and automatic-parallel training, hands on",
-           "intro": "Every notebook of the series, executed for real ({when}) with every output and figure. "
-                    "Open one to read it with its results; run it yourself with <code>make lab</code>."},
+           "intro": "Every notebook of the series, executed for real ({when}, {workers} ranks) with every output and "
+                    "figure. Open one to read it with its results; run it yourself with <code>make lab</code>."},
     "zh": {"lang": "zh-CN", "all": "← 全部 Notebook", "other": "English", "not_built": "未构建",
            "ran": "运行 {:.0f} 秒", "failed": "失败：{}", "columns": ("Notebook", "内容", "本次构建"),
+           "hidden": "代码在 Notebook 中已折叠（点击展开）",
            "title": "MindSpore 分布式与自动并行训练实战",
-           "intro": "本系列的每个 Notebook 都真实运行过（{when}），附全部输出与图表（与英文版同一次运行）。"
-                    "打开任一页面即可连同结果阅读；自己运行请用 <code>make lab</code>。"},
+           "intro": "本系列的每个中文 Notebook 都在 notebooks/zh_CN/ 中真实运行过（{when}，{workers} 个 rank），"
+                    "附全部输出与图表。打开任一页面即可连同结果阅读；自己运行请用 <code>make lab</code>。"},
 }
+
+
+def language_of(notebook: Path) -> str:
+    """"zh" for a notebook of the Chinese edition (notebooks/zh_CN/), else "en"."""
+    return "zh" if notebook.parent.name == "zh_CN" else "en"
 
 
 def execute(path: Path) -> tuple[object, str | None]:
@@ -75,34 +83,69 @@ def execute(path: Path) -> tuple[object, str | None]:
     return nb, None
 
 
+def mathml(tex: str, display: str) -> str:
+    """TeX as MathML, which browsers draw with no script and no network. ValueError names a formula it cannot
+    convert (the book must not show raw TeX)."""
+    from latex2mathml.converter import convert
+
+    try:
+        return convert(tex.strip(), display=display)
+    except Exception as error:   # latex2mathml raises its own exception classes for unknown commands
+        raise ValueError(f"book: cannot turn ${tex}$ into MathML ({type(error).__name__}: {error})") from None
+
+
+def exporter():
+    """nbconvert's HTML exporter with the book's template, formulas as MathML and tables inside block quotes."""
+    from jinja2 import pass_context
+    from mistune.plugins.table import table_in_quote
+    from nbconvert import HTMLExporter
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    class OfflineRenderer(IPythonRenderer):
+        def inline_math(self, body: str) -> str:
+            return mathml(body, "inline")
+
+        def block_math(self, body: str) -> str:
+            return mathml(body, "block")
+
+        def latex_environment(self, name: str, body: str) -> str:
+            return mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", "block")
+
+    class BookExporter(HTMLExporter):
+        @pass_context   # as HTMLExporter's own filter: the template passes the cell in the context
+        def markdown2html(self, context, source):
+            cell = context.get("cell", {})
+            renderer = OfflineRenderer(escape=False, attachments=cell.get("attachments", {}),
+                                       embed_images=self.embed_images, anchor_link_text=self.anchor_link_text,
+                                       exclude_anchor_links=self.exclude_anchor_links, **self.lexer_options)
+            markdown = MarkdownWithMath(renderer=renderer)
+            table_in_quote(markdown)   # notebook 01's tables sit in a quote, as JupyterLab shows them
+            return markdown.render(source)
+
+    return BookExporter(template_name="book", extra_template_basedirs=[str(TEMPLATES)])
+
+
+def title(nb) -> str:
+    """The notebook's title: its first markdown heading."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return "Notebook"
+
+
 def render(nb, out: Path, language: str = "en", other: str | None = None) -> None:
     """`nb` as a page in `out`, in `language` ("en" or "zh"), linked to its other language's page `other`."""
-    from nbconvert import HTMLExporter
-
     words = WORDS[language]
-    exporter = HTMLExporter(template_name="book", extra_template_basedirs=[str(TEMPLATES)],
-                            language_code=words["lang"][:2])   # <html lang>: CJK fonts for Chinese pages
-    resources = {"book": {"all": words["all"], "other": other, "other_label": words["other"]}}
-    body, _ = exporter.from_notebook_node(nb, resources=resources)
+    resources = {"metadata": {"name": title(nb)},
+                 "book": {"all": words["all"], "other": other, "other_label": words["other"],
+                          "hidden": words["hidden"]}}
+    body, _ = exporter().from_notebook_node(nb, resources=resources)
+    # <html lang>: CJK fonts for Chinese pages. nbconvert takes only ISO 639-1 codes, and the index says zh-CN.
+    body = body.replace('<html lang="en">', f'<html lang="{words["lang"]}">', 1)
     body = re.sub(r'href="((?:\.\./)?\d\d_[\w-]+)\.ipynb', r'href="\1.html', body)   # notebook links: their pages
     out.write_text(body, encoding="utf-8")
-
-
-def render_chinese(nb, page: Page, out: Path, catalogues: Path) -> str | None:
-    """The executed English notebook `nb` with its markdown in Chinese, as out/zh_CN/<page>; why not, if not."""
-    import copy
-
-    catalogue_file = catalogues / page.notebook.with_suffix(".po").name
-    if not catalogue_file.is_file():
-        return f"no catalogue {catalogue_file.name}"
-    try:
-        chinese = translation.translate(copy.deepcopy(nb), page.notebook.name,
-                                        translation.read_catalogue(catalogue_file))
-    except KeyError as error:
-        return error.args[0]
-    (out / "zh_CN").mkdir(parents=True, exist_ok=True)
-    render(chinese, out / "zh_CN" / page.html_name, "zh", other=f"../{page.html_name}")
-    return None
 
 
 def readme_rows(readme: Path) -> list[list[str]]:
@@ -128,7 +171,8 @@ def inline_markdown(text: str, pages: dict[str, Page]) -> str:
     return re.sub(r"\[([^\]]+)\]\(([^)]+)\)", link, text)
 
 
-def index_page(readme: Path, pages: dict[str, Page], language: str = "en", other: str | None = None) -> str:
+def index_page(readme: Path, pages: dict[str, Page], language: str = "en", other: str | None = None,
+               workers: int | str = "?") -> str:
     """The index: `readme`'s notebooks table, each row linked to its page with this build's status."""
     words, rows = WORDS[language], []
     for cells in readme_rows(readme):
@@ -145,56 +189,69 @@ def index_page(readme: Path, pages: dict[str, Page], language: str = "en", other
 <title>{words["title"]}</title>
 <style>body{{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;line-height:1.5}}
 table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.4rem .6rem;vertical-align:top}}
+td:first-child{{min-width:12rem}}td:last-child,th:last-child{{min-width:7rem}}
 th{{background:#f3f3f3}}code{{background:#f3f3f3;padding:0 .2rem}}</style></head><body>
 <h1>{words["title"]}</h1>
-{switch}<p>{words["intro"].format(when=when)}</p>
+{switch}<p>{words["intro"].format(when=when, workers=workers)}</p>
 <table><tr>{"".join(f"<th>{c}</th>" for c in words["columns"])}</tr>
 {chr(10).join(rows)}
 </table></body></html>
 """
 
 
-def build(notebooks: list[Path], out: Path, readme: Path = ROOT / "README.md", log=print,
-          catalogues: Path = translation.CATALOGUES) -> list[Page]:
-    """Execute and render every notebook, its Chinese page where its translation is complete, and the indexes
-    (book/zh_CN/index.html from the README's Chinese edition, README.zh-CN.md beside `readme`, if it exists)."""
-    out.mkdir(parents=True, exist_ok=True)
-    pages = {}
+def build(notebooks: list[Path], out: Path, readme: Path | None = None, log=print) -> list[Page]:
+    """Execute and render every notebook, then the index of its language: English pages in `out`, Chinese ones
+    (notebooks/zh_CN/) in `out`/zh_CN with the index of README.zh-CN.md (beside `readme`). Each page links to its
+    other language's page, which the other language's build writes."""
+    from helpers.device import default_workers
+
+    pages, language = {}, "en"
     for path in notebooks:
-        log(f"book: executing {path.name} ...", flush=True)
+        language = language_of(path)
+        folder = out / "zh_CN" if language == "zh" else out
+        folder.mkdir(parents=True, exist_ok=True)
+        log(f"book: executing {path.parent.name}/{path.name} ...", flush=True)
         start = time.monotonic()
         nb, error = execute(path)
         page = Page(path, path.with_suffix(".html").name, time.monotonic() - start, error)
-        not_chinese = render_chinese(nb, page, out, catalogues)
-        page.chinese = not_chinese is None
-        render(nb, out / page.html_name, "en", other=f"zh_CN/{page.html_name}" if page.chinese else None)
+        other = (f"../{page.html_name}" if language == "zh"
+                 else f"zh_CN/{page.html_name}" if (path.parent / "zh_CN" / path.name).is_file() else None)
+        render(nb, folder / page.html_name, language, other=other)
         pages[path.name] = page
         log(f"book: {path.name} {'ok' if error is None else 'FAILED'} in {page.seconds:.0f} s"
-            + (f": {error}" if error else "") + (f" (no Chinese page: {not_chinese})" if not_chinese else ""),
-            flush=True)
-    readme_zh = readme.with_name("README.zh-CN.md")
-    chinese_pages = {name: page for name, page in pages.items() if page.chinese}
-    (out / "index.html").write_text(index_page(readme, pages, "en", "zh_CN/index.html" if chinese_pages else None),
-                                    encoding="utf-8")
-    if chinese_pages and readme_zh.is_file():
-        (out / "zh_CN" / "index.html").write_text(index_page(readme_zh, chinese_pages, "zh", "../index.html"),
-                                                  encoding="utf-8")
+            + (f": {error}" if error else ""), flush=True)
+    readme = readme or ROOT / "README.md"
+    if language == "zh":
+        (out / "zh_CN" / "index.html").write_text(index_page(readme.with_name("README.zh-CN.md"), pages, "zh",
+                                                             "../index.html", default_workers()), encoding="utf-8")
+    else:
+        (out / "index.html").write_text(index_page(readme, pages, "en", "zh_CN/index.html", default_workers()),
+                                        encoding="utf-8")
     return list(pages.values())
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.book", description=__doc__.split("\n\n")[0])
-    parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebook in notebooks/")
+    parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebook of --language")
     parser.add_argument("--out", type=Path, default=ROOT / "book", help="where the site goes (default: book/)")
-    parser.add_argument("--readme", type=Path, default=ROOT / "README.md", help="whose notebooks table is the index")
+    parser.add_argument("--language", choices=("en", "zh"), default="en",
+                        help="en: notebooks/ into the site's root; zh: notebooks/zh_CN/ into its zh_CN/ folder")
+    parser.add_argument("--readme", type=Path, default=ROOT / "README.md", help="whose notebooks table is the index "
+                        "(the Chinese index reads README.zh-CN.md beside it)")
     args = parser.parse_args(argv)
-    notebooks = [p.resolve() for p in args.notebooks] or sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
-    missing = [str(p) for p in notebooks if not p.is_file()]
+    folder = ROOT / "notebooks" / ("zh_CN" if args.language == "zh" else "")
+    notebooks = [p.resolve() for p in args.notebooks] or sorted(folder.glob("[0-9]*.ipynb"))
+    missing = [str(p) for p in notebooks if not p.is_file()] or ([] if notebooks else [f"{folder}/[0-9]*.ipynb"])
     if missing:
         print(f"book: no such notebook: {', '.join(missing)}", file=sys.stderr)
         return 2
+    if len({language_of(p) for p in notebooks}) > 1:
+        print("book: English and Chinese notebooks are built by separate runs (--language zh for notebooks/zh_CN/)",
+              file=sys.stderr)
+        return 2
     failed = [page.notebook.name for page in build(notebooks, args.out, args.readme) if page.error]
-    print(f"book: {args.out / 'index.html'} ({len(notebooks) - len(failed)} of {len(notebooks)} notebooks ran clean)")
+    index = args.out / ("zh_CN" if language_of(notebooks[0]) == "zh" else "") / "index.html"
+    print(f"book: {index} ({len(notebooks) - len(failed)} of {len(notebooks)} notebooks ran clean)")
     if failed:
         print(f"book: failed: {', '.join(failed)} (each page shows the error)", file=sys.stderr)
         return 1

@@ -1,10 +1,16 @@
 """`make book` (helpers.book): executed notebooks rendered with their outputs, collapsed code folded,
-failures named on the page, the index and the exit code."""
+failures named on the page, the index and the exit code; the Chinese book run from notebooks/zh_CN/; pages that
+need no network (formulas as MathML, nothing loaded from another host)."""
+
+import json
+import re
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from helpers import book
+from helpers.translation import CHINESE, english_notebooks
 
 
 def write_notebook(path, cells):
@@ -65,3 +71,61 @@ def test_book_exits_nonzero_naming_the_failed_notebook(tmp_path, capsys):
 def test_book_refuses_a_missing_notebook(tmp_path, capsys):
     assert book.main([str(tmp_path / "nope.ipynb"), "--out", str(tmp_path / "site")]) == 2
     assert "no such notebook" in capsys.readouterr().err
+
+
+def test_the_chinese_book_runs_the_chinese_notebooks_from_their_folder(tmp_path):
+    """The Chinese pages come from a run of notebooks/zh_CN/ itself (a path that resolves only from the English
+    folder fails there), with Chinese template text, their own titles and lang="zh-CN" like their index."""
+    (tmp_path / "zh_CN").mkdir()
+    (tmp_path / "zh_CN" / "data.txt").write_text("found beside the Chinese notebook", encoding="utf-8")
+    english = write_notebook(tmp_path / "01_where.ipynb", [new_markdown_cell("# 01 · Where")])
+    chinese = write_notebook(tmp_path / "zh_CN" / "01_where.ipynb", [
+        new_markdown_cell("# 01 · 在哪里运行\n\n公式 $s\\,b\\,h$。"),
+        new_code_cell("print(open('data.txt').read())"),
+        new_code_cell("print('checked')", metadata={"jupyter": {"source_hidden": True}})])
+    (tmp_path / "README.md").write_text("| [01 · Where](notebooks/01_where.ipynb) | x |\n", encoding="utf-8")
+    (tmp_path / "README.zh-CN.md").write_text("| [01 · 在哪里](notebooks/zh_CN/01_where.ipynb) | 内容 |\n",
+                                              encoding="utf-8")
+    out = tmp_path / "site"
+
+    assert book.main([str(chinese), "--out", str(out), "--readme", str(tmp_path / "README.md")]) == 0
+    page = (out / "zh_CN" / "01_where.html").read_text(encoding="utf-8")
+    assert "found beside the Chinese notebook" in page, "the notebook ran from notebooks/zh_CN/"
+    assert '<html lang="zh-CN">' in page and "<title>01 · 在哪里运行</title>" in page
+    assert "点击展开" in page and "click to show" not in page, "Chinese template text"
+    assert 'href="../01_where.html"' in page, "a link to the English page"
+    index = (out / "zh_CN" / "index.html").read_text(encoding="utf-8")
+    assert '<html lang="zh-CN">' in index and "运行" in index and 'href="01_where.html"' in index
+    assert not (out / "01_where.html").exists(), "the English book is a run of its own"
+
+    assert book.main([str(english), "--out", str(out), "--readme", str(tmp_path / "README.md")]) == 0
+    assert 'href="zh_CN/01_where.html"' in (out / "01_where.html").read_text(encoding="utf-8")
+    assert book.main([str(english), str(chinese), "--out", str(out)]) == 2, "one language per run"
+
+
+def test_a_page_needs_no_network(tmp_path):
+    """Formulas are MathML (drawn by the browser), tables inside a quote are tables, and no script, style or font
+    comes from another host."""
+    nb = nbformat.v4.new_notebook(cells=[new_markdown_cell(
+        "# 09 · Title\n\nActivations $sbh\\,(10 + 24/t + 5as/(ht))$ and\n\n$$M = \\frac{16\\Psi}{N}$$\n\n"
+        "> **Quoted table.**\n>\n> | a | b |\n> |---|---|\n> | 1 | 2 |\n\n`$HOME` stays code.")])
+    book.render(nb, tmp_path / "page.html")
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert page.count("<math") == 2 and "<mfrac>" in page
+    text = re.sub(r"<[^>]+>", " ", re.sub(r"<(style|script|math)[^>]*>.*?</\\1>", " ", page, flags=re.S))
+    assert "sbh" not in text and "frac" not in text and "$" not in text.replace("$HOME", ""), "no raw TeX left"
+    assert "<code>$HOME</code>" in page
+    assert re.search(r"<blockquote>\s*<p><strong>Quoted table.</strong></p>\s*<table>", page)
+    assert not re.findall(r'(?:src|href)="(?:https?:)?//[^"]+"', page), "nothing from another host"
+    assert "<title>09 · Title</title>" in page
+
+
+@pytest.mark.parametrize("notebook", [*english_notebooks(), *sorted(CHINESE.glob("[0-9]*.ipynb"))],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_formula_of_the_series_becomes_mathml(notebook):
+    exporter = book.exporter()
+    for number, cell in enumerate(json.loads(notebook.read_text(encoding="utf-8"))["cells"]):
+        if cell["cell_type"] == "markdown":
+            html = exporter.markdown2html({"cell": cell}, "".join(cell["source"]))   # ValueError names a formula
+            outside_code = re.sub(r"<code>.*?</code>|<pre>.*?</pre>|<math.*?</math>", "", html, flags=re.S)
+            assert not re.search(r"\$[^$<>\s][^$<>]*\$", outside_code), f"{notebook.name} cell {number}: raw TeX"

@@ -1,7 +1,7 @@
 """The Chinese edition (issue 34) never drifts from the English: every English markdown paragraph has a current
 translation that keeps its code, links, formulas, numbers and the series' terms; notebooks/zh_CN/ is exactly what
 the catalogues generate, with the English code cells and metadata; an English edit without its translation fails;
-the book renders both languages from one run; README.zh-CN.md has README.md's sections, commands and table."""
+README.zh-CN.md has README.md's sections, commands and table."""
 
 import json
 import re
@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from helpers import book, translation
+from helpers import translation
 
 NOTEBOOKS = translation.english_notebooks()
 README, README_ZH = translation.ROOT / "README.md", translation.ROOT / "README.zh-CN.md"
@@ -149,27 +149,6 @@ def test_an_english_edit_without_its_translation_fails_and_update_marks_it_fuzzy
     before = path.read_bytes()
     translation.update(notebook)
     assert path.read_bytes() == before, "updating an up-to-date catalogue changes nothing"
-
-
-def test_the_book_renders_the_chinese_page_from_the_english_run(small_series):
-    notebook, path = small_series
-    root = notebook.parents[1]
-    (root / "README.md").write_text("[中文](README.zh-CN.md)\n\n| [01 · Small](notebooks/01_small.ipynb) | x |\n",
-                                    encoding="utf-8")
-    (root / "README.zh-CN.md").write_text("| [01 · 小例子](notebooks/zh_CN/01_small.ipynb) | x |\n",
-                                          encoding="utf-8")
-    out = root / "site"
-    pages = book.build([notebook], out, readme=root / "README.md", log=lambda *a, **k: None,
-                       catalogues=path.parent)
-    assert pages[0].error is None and pages[0].chinese
-    zh_page = (out / "zh_CN" / "01_small.html").read_text(encoding="utf-8")
-    assert "损失下降" in zh_page and "loss 1.0" in zh_page, "Chinese text with the English run's outputs"
-    assert '<html lang="zh">' in zh_page and 'href="../01_small.html"' in zh_page
-    assert ".ipynb\"" not in zh_page, "the English original's link goes to its page too"
-    assert 'href="zh_CN/01_small.html"' in (out / "01_small.html").read_text(encoding="utf-8")
-    zh_index = (out / "zh_CN" / "index.html").read_text(encoding="utf-8")
-    assert 'href="01_small.html"' in zh_index and 'href="../index.html"' in zh_index
-    assert 'href="zh_CN/index.html"' in (out / "index.html").read_text(encoding="utf-8")
 
 
 def sections(markdown: str) -> list[str]:
