@@ -201,11 +201,67 @@ def numbers_with_units(english: str) -> list[tuple[str, str]]:
     return NUMBER_WITH_UNIT.findall(re.sub(r"\]\([^)]*\)", " ", without_code(english)))
 
 
-def read_glossary(path: Path = GLOSSARY) -> list[tuple[str, str]]:
-    """(English term, Chinese term) pairs, one per concept: the terms every translation uses."""
+def _glossary_rows(path: Path) -> list[list[str]]:
     with open(path, encoding="utf-8", newline="") as f:
         rows = [row for row in csv.reader(f, delimiter="\t") if row and not row[0].startswith("#")]
-    return [(english, chinese) for english, chinese, *_ in rows[1:]]
+    return rows[1:]
+
+
+def read_glossary(path: Path = GLOSSARY) -> list[tuple[str, str]]:
+    """(English term, Chinese term) pairs, one per concept: the terms every translation uses.
+
+    A row whose English is in parentheses, "(AllReduce)", only names its concept: no paragraph must carry it."""
+    return [(english, chinese) for english, chinese, *_ in _glossary_rows(path) if not english.startswith("(")]
+
+
+def read_variants(path: Path = GLOSSARY) -> list[tuple[str, list[str]]]:
+    """(Chinese term, [variants the series must not use for it]) for every row with a fourth column."""
+    return [(row[1], [v.strip() for v in row[3].split(",") if v.strip()])
+            for row in _glossary_rows(path) if len(row) > 3 and row[3].strip()]
+
+
+HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"   # Chinese characters
+
+
+def prose(text: str) -> str:
+    """The text a reader reads as prose: no code, link targets, formulas or HTML tags."""
+    text = re.sub(r"\]\([^)\s]*\)", "]", without_code(text))
+    return re.sub(r"\$[^$\n]+\$|<[^>\n]+>", " ", text)
+
+
+def italic_chinese(text: str) -> list[str]:
+    """`*…*` and `_…_` spans holding Chinese, outside code: Chinese typesetting has no italics."""
+    plain = re.sub(r"\\[*_]", "", prose(text))
+    plain = re.sub(r"^[ \t>]*[*+-][ \t]", "", plain, flags=re.M)     # list bullets
+    plain = plain.replace("**", "").replace("__", "")                  # bold
+    spans = re.findall(r"\*[^*\n]+\*", plain) + re.findall(
+        r"(?<![A-Za-z0-9_])_(?!\s)[^_\n]+?(?<!\s)_(?![A-Za-z0-9_])", plain)
+    return [span for span in spans if re.search(f"[{HAN}]", span)]
+
+
+def _variant(variant: str) -> re.Pattern:
+    """A forbidden variant as a pattern: an English word whole (plural too, any case, not part of a name such as
+    worker_0.log or --worker_num), a Chinese one anywhere (a space in it may be missing)."""
+    if re.fullmatch(r"[A-Za-z][A-Za-z .-]*", variant):
+        pattern = re.escape(variant).replace(r"\ ", "[ -]")
+        return re.compile(rf"(?<![A-Za-z0-9_./-]){pattern}(?:s|es)?(?![A-Za-z0-9_/-]|\.[A-Za-z0-9])", re.I)
+    return re.compile(re.escape(variant).replace(r"\ ", r"\s*"))
+
+
+def style_problems(chinese: str, variants: list[tuple[str, list[str]]], allowed: set[str] = frozenset()) -> list[str]:
+    """Forbidden variants, italic Chinese and ASCII quotes around Chinese in a translation's prose (code excluded).
+
+    The English original glossed right after the term, 工作进程（worker）, is not a variant.
+    `allowed`: variants a translator comment lifts for this paragraph (`# allow: 下线` where it means going offline)."""
+    plain, found = prose(chinese), []
+    for term, forbidden in variants:
+        glossed = re.sub(re.escape(term) + r"[（(][^）)\n]*[）)]", term, plain)
+        found += [f"{match.group(0)!r} where the series writes {term}" for variant in forbidden
+                  if variant not in allowed for match in _variant(variant).finditer(glossed)]
+    found += [f"italic Chinese {span!r} (Chinese has no italics: bold or plain)" for span in italic_chinese(chinese)]
+    found += [f"ASCII quotes {quoted!r} (Chinese quotes are “…”)" for quoted in re.findall(r'"[^"\n]*"', plain)
+              if re.search(f"[{HAN}]", quoted)]
+    return found
 
 
 def problems(english: str, chinese: str, glossary: list[tuple[str, str]]) -> list[str]:
@@ -231,9 +287,19 @@ def not_terms(entry: polib.POEntry) -> set[str]:
             if comment.startswith("not a term:") for term in comment.removeprefix("not a term:").split(",")}
 
 
-def check(notebook: Path, glossary: list[tuple[str, str]] | None = None) -> list[str]:
-    """Every problem of the notebook's Chinese edition: missing, fuzzy or inconsistent entries, a stale file."""
+def allowed_variants(entry: polib.POEntry) -> set[str]:
+    """Forbidden variants the paragraph uses in another sense, named by a translator comment above its entry:
+    `# allow: 下线` (a node going offline is not the retirement, 日落)."""
+    return {variant.strip() for comment in (entry.tcomment or "").splitlines() if comment.startswith("allow:")
+            for variant in comment.removeprefix("allow:").split(",")}
+
+
+def check(notebook: Path, glossary: list[tuple[str, str]] | None = None,
+          variants: list[tuple[str, list[str]]] | None = None) -> list[str]:
+    """Every problem of the notebook's Chinese edition: missing, fuzzy or inconsistent entries, forbidden variants,
+    italic Chinese, ASCII quotes, a stale file."""
     glossary = read_glossary() if glossary is None else glossary
+    variants = read_variants() if variants is None else variants
     path = catalogue_path(notebook)
     if not path.exists():
         return [f"{notebook.name}: no catalogue {path.relative_to(ROOT)}; run `make zh`"]
@@ -247,13 +313,24 @@ def check(notebook: Path, glossary: list[tuple[str, str]] | None = None) -> list
         else:
             terms = [(t, zh) for t, zh in glossary if t.lower() not in not_terms(entry)]
             found += [f"{where}: {p} in the translation of {paragraph[:40]!r}"
-                      for p in problems(paragraph, entry.msgstr, terms)]
+                      for p in problems(paragraph, entry.msgstr, terms)
+                      + style_problems(entry.msgstr, variants, allowed_variants(entry))]
     if not found:
         out = CHINESE / notebook.name
         if not out.exists() or out.read_text(encoding="utf-8") != chinese_notebook(notebook, catalogue):
             found.append(f"{notebook.name}: {out.relative_to(ROOT)} is not what the catalogue generates; "
                          "run `make zh` and commit it")
     return found
+
+
+README_ZH = ROOT / "README.zh-CN.md"
+
+
+def readme_problems(path: Path = README_ZH) -> list[str]:
+    """README.zh-CN.md's forbidden variants, italic Chinese and ASCII quotes, per paragraph."""
+    variants = read_variants()
+    return [f"{path.name}: {problem} in {paragraph[:40]!r}" for paragraph in paragraphs(path.read_text(encoding="utf-8"))
+            for problem in style_problems(paragraph, variants)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -276,6 +353,10 @@ def main(argv: list[str] | None = None) -> int:
             found = check(notebook)
             failed += bool(found)
             print("\n".join(found) if found else f"zh: {notebook.name} ok")
+    if args.command == "check" and not args.notebooks:
+        found = readme_problems()
+        failed += bool(found)
+        print("\n".join(found) if found else f"zh: {README_ZH.name} ok")
     return 1 if failed else 0
 
 
