@@ -15,6 +15,10 @@ gain a `../` (the README's go to README.zh-CN.md).
 marked fuzzy, with the old English beside it (`#| msgid`), so the translator sees exactly what changed.
 A translator edits the msgstr, deletes the `#, fuzzy` line (the `#| msgid` one goes by itself), then runs
 `generate`. `make zh` runs all three.
+
+`check` also holds the Chinese to the glossary's words (translations/glossary.tsv): outside code, no
+translation (nor README.zh-CN.md, checked when no notebook is named) may use a variant the glossary forbids
+(worker for 工作进程, 全规约 for 全归约, …), italic Chinese (`*…*`, `_…_`) or ASCII quotes ("…" for “…”).
 """
 
 from __future__ import annotations
@@ -215,9 +219,14 @@ def read_glossary(path: Path = GLOSSARY) -> list[tuple[str, str]]:
 
 
 def read_variants(path: Path = GLOSSARY) -> list[tuple[str, list[str]]]:
-    """(Chinese term, [variants the series must not use for it]) for every row with a fourth column."""
-    return [(row[1], [v.strip() for v in row[3].split(",") if v.strip()])
-            for row in _glossary_rows(path) if len(row) > 3 and row[3].strip()]
+    """(Chinese term, [variants the series must not use for it]), from every row's fourth column; rows that share
+    a Chinese term (bit-for-bit, bit-identical: 逐位) share their variants."""
+    variants: dict[str, list[str]] = {}
+    for row in _glossary_rows(path):
+        listed = variants.setdefault(row[1], [])
+        new = [v.strip() for v in (row[3] if len(row) > 3 else "").split(",") if v.strip()]
+        listed += [v for v in new if v not in listed]
+    return [(term, listed) for term, listed in variants.items() if listed]
 
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"   # Chinese characters
@@ -249,7 +258,7 @@ def _variant(variant: str) -> re.Pattern:
 
 
 def style_problems(chinese: str, variants: list[tuple[str, list[str]]], allowed: set[str] = frozenset()) -> list[str]:
-    """Forbidden variants, italic Chinese and ASCII quotes around Chinese in a translation's prose (code excluded).
+    """Forbidden variants, italic Chinese and ASCII quotes in a translation's prose (code excluded).
 
     The English original glossed right after the term, 工作进程（worker）, is not a variant.
     `allowed`: variants a translator comment lifts for this paragraph (`# allow: 下线` where it means going offline)."""
@@ -259,8 +268,8 @@ def style_problems(chinese: str, variants: list[tuple[str, list[str]]], allowed:
         found += [f"{match.group(0)!r} where the series writes {term}" for variant in forbidden
                   if variant not in allowed for match in _variant(variant).finditer(glossed)]
     found += [f"italic Chinese {span!r} (Chinese has no italics: bold or plain)" for span in italic_chinese(chinese)]
-    found += [f"ASCII quotes {quoted!r} (Chinese quotes are “…”)" for quoted in re.findall(r'"[^"\n]*"', plain)
-              if re.search(f"[{HAN}]", quoted)]
+    found += [f"ASCII quotes {quoted!r} (Chinese text quotes with “…”, English quotes too)"
+              for quoted in re.findall(r'"[^"\n]*"', plain)]
     return found
 
 
@@ -329,7 +338,8 @@ README_ZH = ROOT / "README.zh-CN.md"
 def readme_problems(path: Path = README_ZH) -> list[str]:
     """README.zh-CN.md's forbidden variants, italic Chinese and ASCII quotes, per paragraph."""
     variants = read_variants()
-    return [f"{path.name}: {problem} in {paragraph[:40]!r}" for paragraph in paragraphs(path.read_text(encoding="utf-8"))
+    return [f"{path.name}: {problem} in {paragraph[:40]!r}"
+            for paragraph in paragraphs(path.read_text(encoding="utf-8"))
             for problem in style_problems(paragraph, variants)]
 
 

@@ -43,6 +43,17 @@ def test_the_glossary_has_one_chinese_term_per_english_term():
     assert all(re.search(r"[\u4e00-\u9fff]", chinese) for _, chinese in glossary)
 
 
+def test_the_glossary_lists_forbidden_variants_that_are_nobodys_term():
+    variants = translation.read_variants()
+    forbidden = {variant: term for term, listed in variants for variant in listed}
+    assert {"worker", "全规约", "逐比特", "冲刷", "下线", "退役", "world 通信组", "et al"} <= set(forbidden)
+    assert forbidden["全规约"] == "全归约" and forbidden["逐比特"] == "逐位" and forbidden["worker"] == "工作进程"
+    terms = {chinese for _, chinese in translation.read_glossary()} | {term for term, _ in variants}
+    assert not any(variant in term for variant in forbidden for term in terms if term != forbidden[variant]), \
+        "a forbidden variant inside another row's term would forbid that term"
+    assert translation.style_problems(" ".join(terms), variants) == [], "no term is another row's variant"
+
+
 def test_paragraphs_split_at_blank_lines_but_not_inside_a_code_fence():
     text = "# Title\nline two\n\n```python\na = 1\n\nb = 2\n```\n\n\nlast"
     assert translation.paragraphs(text) == ["# Title\nline two", "```python\na = 1\n\nb = 2\n```", "last"]
@@ -157,15 +168,82 @@ def sections(markdown: str) -> list[str]:
             if re.match(r"#+ ", line)]
 
 
+def commands(markdown: str) -> list[list[str]]:
+    """Each ``` block's lines with their comments stripped (the code before `#`), comment-only lines dropped."""
+    return [[code for line in block.splitlines() if (code := line.split("#")[0].rstrip())]
+            for block in re.findall(r"```.*?```", markdown, flags=re.S)]
+
+
+def test_readme_commands_are_compared_without_their_comments():
+    english = "```bash\nmake demo   # a real training\n            # on all ranks\n# then\nmake zh\n```"
+    assert commands(english) == [["```bash", "make demo", "make zh", "```"]]
+    assert commands("```bash\nmake demo   # 真实的训练\n# 然后\nmake zh  # 再一次\n```") == commands(english)
+    assert commands("```bash\nmake demo --x   # 真实的训练\nmake zh\n```") != commands(english)
+
+
 def test_the_chinese_readme_has_the_same_sections_commands_and_notebooks():
     english, chinese = README.read_text(encoding="utf-8"), README_ZH.read_text(encoding="utf-8")
     assert "README.zh-CN.md" in english.split("\n\n")[1], "README.md links its Chinese edition at the top"
     assert sections(chinese) == sections(english)
-    assert re.findall(r"```.*?```", chinese, flags=re.S) == re.findall(r"```.*?```", english, flags=re.S)
+    assert commands(chinese) == commands(english), "the same commands; only the comments after # are translated"
     notebooks = [f"notebooks/zh_CN/{name}" for name in re.findall(r"\(notebooks/(\d\d_\w+\.ipynb)\)", english)]
     assert re.findall(r"\((notebooks/zh_CN/\d\d_\w+\.ipynb)\)", chinese) == notebooks
     assert all((translation.ROOT / link).is_file() for link in notebooks), "every Chinese notebook exists"
     assert set(re.findall(r"`[^`\n]+`", english)) <= set(re.findall(r"`[^`\n]+`", chinese)), "inline code kept"
+
+
+@pytest.mark.parametrize("chinese, problem", [
+    ("每个工作进程把日志写入 `worker_0.log` 或 worker_1.log，由 `--worker_num` 或 --worker_num 决定。", None),
+    ("每个工作进程（worker）各占一张卡；msrun 的 Worker 进程见 [日志](worker_0.log)。", "'Worker' where the series"),
+    ("一个 worker 在 epoch 中途死亡。", "'worker' where the series writes 工作进程"),
+    ("两个 workers 在 epoch 中途死亡。", "'workers' where the series writes 工作进程"),
+    ("AllReduce（全规约）对张量求和。", "'全规约' where the series writes 全归约"),
+    ("权重逐比特相同。", "'逐比特' where the series writes 逐位"),
+    ("梯度被冲刷为零。", "'冲刷' where the series writes 下溢为零"),
+    ("它将于 2026 年 Q4 退役。", "'退役' where the series writes 日落"),
+    ("CPU 上只能用 world 通信组。", "'world 通信组' where the series writes 全局通信组"),
+    ("见 Korthikanti et al. 2022 的公式。", "'et al' where the series writes 等人"),
+    ("它们的 *rank*（**通信组大小**）、`a*b*c` 与 $a*b*c$ 都不算斜体。\n* 列表项\n* 另一项", None),
+    ("每个 rank 的数据是*不同*的。", "italic Chinese '*不同*'"),
+    ("每个 rank 的数据是_不同_的，而 rank_id 与 a_b 不是斜体。", "italic Chinese '_不同_'"),
+    ("该字段 ***必须*** 是字符串。", "italic Chinese '*必须*'"),
+    ("它打印“not attempted yet”，`\"x\"` 是代码。", None),
+    ('它打印 "not attempted yet"。', "ASCII quotes"),
+])
+def test_the_style_check_finds_forbidden_variants_italic_chinese_and_ascii_quotes_outside_code(chinese, problem):
+    found = translation.style_problems(chinese, translation.read_variants())
+    assert (found == []) if problem is None else (len(found) == 1 and problem in found[0]), found
+
+
+def test_the_check_fails_on_a_catalogue_with_a_forbidden_variant_or_italic_chinese(small_series):
+    notebook, path = small_series
+    assert translation.check(notebook, []) == []
+    paragraph = "Every rank runs `init()`;\nthe loss falls."
+    for chinese, problem in [("每个 worker 运行 `init()`；损失下降。", "'worker' where the series writes 工作进程"),
+                             ("每个 rank 运行 `init()`；损失*下降*。", "italic Chinese '*下降*'"),
+                             ("每个 rank 运行 `init()`；损失逐比特下降。", "'逐比特' where the series writes 逐位")]:
+        catalogue = translation.read_catalogue(path)
+        catalogue.find(paragraph).msgstr = chinese
+        translation.write_catalogue(catalogue, path)
+        translation.generate(notebook)
+        found = translation.check(notebook, [])
+        assert len(found) == 1 and found[0].startswith(f"01_small.ipynb cell 1: {problem}"), found
+        assert translation.main(["check", str(notebook)]) == 1, "`make zh` fails"
+    catalogue = translation.read_catalogue(path)
+    catalogue.find(paragraph).msgstr = "每个 rank 运行 `init()`；损失在节点下线之后逐比特下降。"
+    catalogue.find(paragraph).tcomment = "allow: 下线"
+    translation.write_catalogue(catalogue, path)
+    translation.generate(notebook)
+    assert [problem.split(" in the translation")[0] for problem in translation.check(notebook, [])] == [
+        "01_small.ipynb cell 1: '逐比特' where the series writes 逐位"], "`# allow: 下线` lifts only 下线"
+    catalogue.find(paragraph).msgstr = "每个 rank 运行 `init()`；损失下降。"
+    translation.write_catalogue(catalogue, path)
+    translation.generate(notebook)
+    assert translation.check(notebook, []) == [] and translation.main(["check", str(notebook)]) == 0
+
+
+def test_the_chinese_readme_has_no_forbidden_variant_italic_chinese_or_ascii_quotes():
+    assert translation.readme_problems() == []
 
 
 def test_code_spans_may_wrap_onto_the_next_line_or_hold_backticks():
