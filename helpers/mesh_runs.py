@@ -80,21 +80,24 @@ def costs(run: dict, skip: int = 1) -> dict:
             "state_bytes": max(states.values()), "held_bytes": max(r["held_bytes"] for r in last.values())}
 
 
-def draw_mesh(mesh: Mesh, title: str | None = None):
+def draw_mesh(mesh: Mesh, title: str | None = None, per_node: int | None = None):
     """The ranks of a (dp, pp, tp) mesh as boxes: a row per data-parallel replica, a column block per pipeline
-    stage, tensor-parallel neighbours side by side in one frame."""
+    stage, tensor-parallel neighbours side by side in one frame. Each box shows the rank its mesh's order gives;
+    with `per_node`, also its node (per_node consecutive ranks a node), and boxes on odd nodes are hatched."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
     dp, pp, tp = (mesh.degrees[a] for a in ("dp", "pp", "tp"))
-    fig, ax = plt.subplots(figsize=(1.2 + 1.1 * pp * tp + 0.4 * pp, 0.9 + 0.9 * dp))
+    fig, ax = plt.subplots(figsize=(1.2 + 1.1 * pp * tp + 0.4 * pp, 0.9 + (1.1 if per_node else 0.9) * dp))
     colours = plt.get_cmap("tab10")
     for rank in range(mesh.size):
         c = mesh.coords(rank)
         x, y = c["pp"] * (tp + 0.4) + c["tp"], dp - 1 - c["dp"]
-        ax.add_patch(Rectangle((x + 0.05, y + 0.1), 0.9, 0.8, color=colours(c["pp"] % 10), alpha=0.35))
-        ax.text(x + 0.5, y + 0.5, f"rank {rank}\n({c['dp']},{c['pp']},{c['tp']})", ha="center", va="center",
-                fontsize=8)
+        node = rank // per_node if per_node else 0
+        ax.add_patch(Rectangle((x + 0.05, y + 0.1), 0.9, 0.8, facecolor=colours(c["pp"] % 10), alpha=0.35,
+                               hatch="//" if node % 2 else None, edgecolor="grey", lw=0))
+        label = f"rank {rank}\n({c['dp']},{c['pp']},{c['tp']})" + (f"\nnode {node}" if per_node else "")
+        ax.text(x + 0.5, y + 0.5, label, ha="center", va="center", fontsize=8)
     for d in range(dp):
         for p in range(pp):
             ax.add_patch(Rectangle((p * (tp + 0.4), dp - 1 - d + 0.05), tp, 0.9, fill=False, lw=1.5))
@@ -102,7 +105,7 @@ def draw_mesh(mesh: Mesh, title: str | None = None):
     ax.set_ylim(-0.1, dp + 0.1)
     ax.set_xticks([p * (tp + 0.4) + tp / 2 for p in range(pp)], [f"stage {p}" for p in range(pp)])
     ax.set_yticks([dp - 1 - d + 0.5 for d in range(dp)], [f"replica {d}" for d in range(dp)])
-    ax.set_title(title or f"dp {dp} x pp {pp} x tp {tp}: a frame is a tensor-parallel group (coords: d, p, t)")
+    ax.set_title(title or f"dp {dp} x pp {pp} x tp {tp}\na frame is a tensor-parallel group (coords: d, p, t)")
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     fig.tight_layout()
