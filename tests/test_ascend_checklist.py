@@ -672,7 +672,7 @@ def families(nodes: list[ast.stmt], ms_names: set[str]) -> set[str]:
 
 def ascend_is_body(test: ast.expr) -> bool | None:
     """Whether an `if` test's body is the Ascend side (True), the CPU side (False), or the test is not about the
-    device (None): DEVICE compared with a name, a `native` flag, or `<collective> is (not) None`."""
+    device (None): DEVICE compared with a string, a `native` flag, or `<collective> is (not) None`."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = ascend_is_body(test.operand)
         return None if inner is None else not inner
