@@ -3,7 +3,8 @@
 Each rank's point-to-point operations, in the order it issues them: ("send" | "recv", peer, tag). Under the
 strictest rule a send completes only once its peer has posted the matching receive, and a rank issues its next
 operation only when the last one completed. `first_deadlock` plays that rule out; notebook 10 runs it on the
-orders its pipeline script really issued, and on the order a naive script would issue.
+orders its pipeline script really issued, and on the order a naive script would issue. `waiting_at` gives the
+same answer as positions, so that a check can name the line of a script where each rank would wait.
 """
 
 from __future__ import annotations
@@ -14,6 +15,15 @@ Op = tuple[str, int, object]   # ("send" | "recv", peer rank, tag: what travels,
 def first_deadlock(comms: list[list[Op]]) -> list[Op | None] | None:
     """None when every rank's operations complete under blocking sends; else each rank's operation where it waits
     for ever (None for a rank that has finished). A send meeting a receive for a different tag raises ValueError."""
+    heads = waiting_at(comms)
+    if heads is None:
+        return None
+    return [ops[head] if head is not None else None for head, ops in zip(heads, comms)]
+
+
+def waiting_at(comms: list[list[Op]]) -> list[int | None] | None:
+    """As first_deadlock, but each waiting rank's position in its own list (None for a rank that has finished), so
+    that a caller can say where in a script that operation was issued."""
     heads = [0] * len(comms)
     moved = True
     while moved:
@@ -33,7 +43,7 @@ def first_deadlock(comms: list[list[Op]]) -> list[Op | None] | None:
                 moved = True
     if all(head == len(ops) for head, ops in zip(heads, comms)):
         return None
-    return [ops[head] if head < len(ops) else None for head, ops in zip(heads, comms)]
+    return [head if head < len(ops) else None for head, ops in zip(heads, comms)]
 
 
 def send_after_compute(orders: list[list[tuple[str, int]]]) -> list[list[Op]]:

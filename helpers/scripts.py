@@ -35,6 +35,12 @@ def code_cell(notebook: str | Path, start: str) -> str:
     return found[0]
 
 
+def other_cells(notebook: str | Path) -> list[str]:
+    """The source of every code cell of `notebook` that does not write a script: what the notebook itself runs and
+    checks (tests/test_ascend_checklist.py looks there for the check of a script's recorded order)."""
+    return [source for source in _code_sources(notebook) if not source.startswith("%%writefile")]
+
+
 def notebook_scripts(notebook: str | Path) -> dict[str, str]:
     """{path written (relative to notebooks/): source} of every script `notebook` writes, its `%%writefile -a`
     pieces appended in order, as IPython does."""
