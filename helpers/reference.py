@@ -260,7 +260,8 @@ def error_text(cell) -> str | None:
     for output in cell.get("outputs", []):
         if output.get("output_type") == "error":
             value = re.sub(r"\x1b\[[0-9;]*m", "", str(output.get("evalue", "")))
-            lines = [line.rstrip() for line in value.splitlines() if line.strip()][:6]
+            lines = [line.rstrip() for line in value.splitlines()   # MindSpore's rules and banners left out
+                     if line.strip() and not re.fullmatch(r"[-=\s]+|-?\s*Python Call Stack:\s*", line)][:6]
             text = f"{output.get('ename', 'Error')}: " + "\n".join(lines)
             return text[:900]
     return None
