@@ -12,6 +12,9 @@ folder as a Chinese reader runs them, go to book/zh_CN/ with an index made from 
 Every page links to its other language. `make test` builds the English book at 2 ranks and the Chinese
 one at 8, so each rank count runs every notebook once.
 
+Beside the index, two pages no notebook has (helpers.reference): names across stacks, and an error index generated
+from the notebooks, with the errors this run raised.
+
 The book works with no network: formulas become MathML when the page is written (latex2mathml; browsers
 draw MathML themselves), and no script, font or style is loaded from another host.
 
@@ -174,6 +177,8 @@ def inline_markdown(text: str, pages: dict[str, Page]) -> str:
 def index_page(readme: Path, pages: dict[str, Page], language: str = "en", other: str | None = None,
                workers: int | str = "?") -> str:
     """The index: `readme`'s notebooks table, each row linked to its page with this build's status."""
+    from helpers.reference import index_links
+
     words, rows = WORDS[language], []
     for cells in readme_rows(readme):
         name = re.search(r"\(([^)]+\.ipynb)\)", cells[0]).group(1)
@@ -193,6 +198,7 @@ td:first-child{{min-width:12rem}}td:last-child,th:last-child{{min-width:7rem}}
 th{{background:#f3f3f3}}code{{background:#f3f3f3;padding:0 .2rem}}</style></head><body>
 <h1>{words["title"]}</h1>
 {switch}<p>{words["intro"].format(when=when, workers=workers)}</p>
+{index_links(language)}
 <table><tr>{"".join(f"<th>{c}</th>" for c in words["columns"])}</tr>
 {chr(10).join(rows)}
 </table></body></html>
@@ -205,7 +211,7 @@ def build(notebooks: list[Path], out: Path, readme: Path | None = None, log=prin
     other language's page, which the other language's build writes."""
     from helpers.device import default_workers
 
-    pages, language = {}, "en"
+    pages, language, executed = {}, "en", {}
     for path in notebooks:
         language = language_of(path)
         folder = out / "zh_CN" if language == "zh" else out
@@ -217,7 +223,7 @@ def build(notebooks: list[Path], out: Path, readme: Path | None = None, log=prin
         other = (f"../{page.html_name}" if language == "zh"
                  else f"zh_CN/{page.html_name}" if (path.parent / "zh_CN" / path.name).is_file() else None)
         render(nb, folder / page.html_name, language, other=other)
-        pages[path.name] = page
+        pages[path.name], executed[path.name] = page, nb
         log(f"book: {path.name} {'ok' if error is None else 'FAILED'} in {page.seconds:.0f} s"
             + (f": {error}" if error else ""), flush=True)
     readme = readme or ROOT / "README.md"
@@ -227,6 +233,10 @@ def build(notebooks: list[Path], out: Path, readme: Path | None = None, log=prin
     else:
         (out / "index.html").write_text(index_page(readme, pages, "en", "zh_CN/index.html", default_workers()),
                                         encoding="utf-8")
+    # The names table and the error index (helpers.reference), the latter with the errors this run raised.
+    from helpers.reference import write_pages
+
+    write_pages(out, language, executed=executed)
     return list(pages.values())
 
 
