@@ -580,7 +580,10 @@ def step_time(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int
     "micro_batches", "sequences" and "tokens" per step, "flops" (the model's, without recompute),
     "tokens_per_second_per_card", "mfu" (model FLOPs / (step × cards × peak)), "links", "sent" (bytes per card and
     step: communication_bytes' "tp" and "pp", its "dp" but ZeRO-2 and -3 per micro-batch (_dp_halves), and "ep")}.
-    Nothing overlaps: the collectives wait for the compute, and the compute for them."""
+    Nothing overlaps: the collectives wait for the compute, and the compute for them. With `shape` the layers,
+    hidden size and vocabulary default to the config's."""
+    if shape is not None:
+        layers, hidden, vocab = layers or shape.layers, hidden or shape.hidden, vocab or shape.vocab
     _check(params, dp=dp, tp=tp, pp=pp, zero=zero, optimizer_level=optimizer_level, layers=layers, hidden=hidden,
            seq=seq, micro_batch=micro_batch, heads=heads, accumulate=accumulate, vocab=vocab, ep=ep,
            expert_params=expert_params, shape=shape, block="transformer", schedule=schedule)
@@ -595,8 +598,8 @@ def step_time(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int
     per_mb = step_flops(shape, params=params, layers=layers, hidden=hidden, vocab=vocab, seq=seq,
                         sequences=micro_batch, recompute=mode)
     rate = hw.peak_flops * hw.efficiency
-    n_layers = layers if layers is not None else 1
-    layers_here = n_layers // pp
+    n_layers = layers if layers is not None else 1          # without --layers: the model as one block
+    layers_here = n_layers // pp if layers is not None else 1 / pp
     # Forward FLOPs per micro-batch on one card of the first and the last stage (the last adds the output layer).
     stage_forward = {stage: tokens_mb * (layers_here * per_mb["layer"] + (per_mb["output"] if stage != "first" else 0))
                      / tp for stage in _stages(pp)}
@@ -623,8 +626,8 @@ def step_time(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int
     per_slot = sum(slot[slowest].values())
     seconds = {name: accumulate * value for name, value in slot[slowest].items()}
     seconds["bubble"] = (pp - 1) * per_slot
-    # The data-parallel reduction of each stage's gradients (ZeRO: reduce-scatter + all-gather, the same bytes;
-    # ZeRO-3 one more all-gather), the experts' over the dp x tp / ep cards that hold the same experts.
+    # The data-parallel reduction of each stage's gradients, in halves of an all-reduce (_dp_halves), the experts'
+    # over the dp x tp / ep cards that hold the same experts; the stage that takes longest counts.
     experts = int(expert_params) if ep is not None else 0
     shares = _stage_parameters(params, tp=tp, pp=pp, layers=layers, hidden=hidden, vocab=vocab, shape=shape,
                                experts=experts, ep=ep)
@@ -731,9 +734,17 @@ def search(params: float, cards: int, card: str, *, heads: int | None = None, sp
     return sorted(fits, key=lambda f: (f["step_seconds"], f["zero"], f["recompute"], f["selective"], f["total"]))
 
 
-def no_fit_reason(params: float, cards: int, card: str, **options) -> str:
-    """Why no layout of `cards` cards fits: the model states alone, even sharded over every card, or the
-    activations; with the fix each calls for."""
+def no_fit_reason(params: float, cards: int, card: str, *, heads: int | None = None, global_batch: int | None = None,
+                  **options) -> str:
+    """Why no layout of `cards` cards fits: none splits the model and the batch, the model states alone exceed the
+    card even sharded over every card, or the activations do; with the fix each calls for."""
+    micro_batch = options.get("micro_batch", 1)
+    batch = global_batch or cards * micro_batch * options.get("accumulate", 1)
+    if not any(_layouts(cards, hidden=options.get("hidden"), heads=heads, split=(), layers=options.get("layers"),
+                        shape=options.get("shape"), ep=None, global_batch=batch, micro_batch=micro_batch)):
+        return (f"none splits this model and a global batch of {batch} sequences: tp must "
+                "divide the heads, key/value heads and widths, pp the layers, dp x micro-batch the global batch, and "
+                "each pipeline needs at least pp micro-batches per step; raise --global-batch or change --cards")
     allowed = USABLE * card_bytes(card)
     per_param = bytes_per_param(options.get("optimizer", "adam"), options.get("precision", "bf16-mixed"))
     states = sum(per_param.values()) * params / cards      # ZeRO-3 over all cards, or tp x pp x ZeRO-3: the least
@@ -938,8 +949,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"doing a global batch of {batch} sequences of {whole['seq']} tokens (--global-batch); "
                   f"{_assumptions(hw)}:")
         else:
-            print(f"no layout of {whole['cards']} cards fits on {args.card}: "
-                  f"{no_fit_reason(whole['params'], whole['cards'], args.card, **options)}")
+            reason = no_fit_reason(whole["params"], whole["cards"], args.card, heads=whole["heads"],
+                                   global_batch=batch, accumulate=accumulate, **options)
+            print(f"no layout of {whole['cards']} cards fits on {args.card}: {reason}")
         for f in layouts[:top]:
             extra = " + recompute" if f["recompute"] else " + selective recompute" if f["selective"] else ""
             ep = f" x ep {f['ep']}" if f["ep"] > 1 else ""

@@ -396,6 +396,9 @@ def test_no_fit_hint_follows_what_overflows():
     none = run_cli("--config", llama, "--card", "910A", "--seq", "4096", "--search", "--cards", "2")
     assert "no layout of 2 cards fits on 910A: the model states alone need" in none.stdout, none.stdout
     assert "at least 4 cards" in none.stdout and "--seq, --micro-batch and --accumulate change only" in none.stdout
+    tiny = run_cli("--config", llama, "--card", "910B", "--seq", "4096", "--search", "--cards", "64",
+                   "--global-batch", "1")
+    assert "fits on 910B: none splits this model and a global batch of 1 sequences" in tiny.stdout, tiny.stdout
 
 
 # Item 5: the planner learns time.
@@ -501,3 +504,5 @@ def test_mixture_of_experts_search_tries_expert_parallel_degrees():
     time = step_time(mixtral.parameters(), dp=8, ep=8, expert_params=mixtral.expert_parameters(), shape=mixtral,
                      layers=32, hidden=4096, seq=4096, vocab=32000)
     assert time["seconds"]["ep"] > 0 and time["sent"]["ep"] == 4 * 32 * 7 * (4096 * 2 * 4096 * 2) // 8
+    assert step_time(mixtral.parameters(), dp=8, shape=mixtral, seq=4096) == step_time(
+        mixtral.parameters(), dp=8, shape=mixtral, layers=32, hidden=4096, vocab=32000, seq=4096)
