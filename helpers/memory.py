@@ -132,7 +132,7 @@ PEAK_FLOPS_ASSUMED = 256e12        # FLOP/s per card, fp16: Huawei's 2019 figure
 EFFICIENCY_ASSUMED = 0.5           # the share of the peak a step's matrix products reach
 NODE_CARDS = 8                     # cards per node: an Atlas 800T A2 server holds 8
 LINKS = {"intra": (10e-6, 100e9),  # example (latency s, bandwidth bytes/s) inside a node (HCCS), per card
-         "inter": (20e-6, 25e9)}   # example between nodes: one 200 Gb/s RoCE port per card
+         "inter": (20e-6, 25e9)}   # example between nodes, per card: a 200 Gb/s port's worth
 
 
 class PlanError(ValueError):
@@ -513,6 +513,9 @@ def step_flops(shape: ModelShape | None = None, *, params: float | None = None, 
         layers, params, vocab = shape.layers, shape.parameters(), shape.vocab
     elif layers is not None and hidden is not None and params is not None:
         in_layers = params - (2 * vocab * hidden if vocab else 0)
+        if in_layers <= 0:
+            raise PlanError(f"--vocab: the embedding and output layer ({2 * vocab * hidden:,} parameters) are more "
+                            f"than --params {int(params):,}")
         attention = 4 * seq * hidden
         layer, output = 2 * in_layers / layers + attention, 2 * hidden * vocab if vocab else 0
     elif params is not None:
