@@ -11,7 +11,9 @@ Counted as the Hugging Face implementations build the weights, for the model typ
 - mixtral: as mistral, but each layer's MLP is `num_local_experts` SwiGLU experts (w1, w3: h × I, w2: I × h) and
   a router (h × experts, no bias); `num_experts_per_tok` of them run for each token.
 
-d is `head_dim` when the config gives it, else h / heads. Parameters counted this way equal the published counts
+d is `head_dim` when the config gives it, else h / heads (refused when heads do not divide h: give head_dim).
+The flags `tie_word_embeddings`, `attention_bias` and `mlp_bias` must be JSON true or false (a string such as
+"false" is refused: Python would read it as true). Parameters counted this way equal the published counts
 of Llama-2-7B (6,738,415,616), Mistral-7B (7,241,732,096), Qwen2-7B (7,615,616,512), Qwen2-0.5B (494,032,768)
 and Mixtral-8x7B (46,702,792,704); the tests check them.
 """
@@ -82,13 +84,29 @@ def _field(config: dict, name: str, where: str, default=None):
     return value
 
 
+def _flag(config: dict, name: str, where: str) -> bool:
+    value = config.get(name)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: {name!r} must be true or false, got {value!r} ({type(value).__name__}); "
+                          f"write it as JSON true or false, without quotes")
+    return value
+
+
 def read_config(path: str | Path) -> ModelShape:
     """The shape of the model a Hugging Face config.json describes."""
     where = str(path)
+    if Path(path).is_dir():
+        raise ConfigError(f"{where}: is a folder; give the config.json inside it ({Path(path) / 'config.json'})")
     try:
-        config = json.loads(Path(path).read_text())
+        config = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{where}: no such file") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where}: not a text file (a config.json is UTF-8 JSON)") from None
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot be read ({exc.strerror or exc})") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{where}: not JSON ({exc})") from None
     if not isinstance(config, dict):
@@ -102,7 +120,15 @@ def read_config(path: str | Path) -> ModelShape:
     kv_heads = _field(config, "num_key_value_heads", where, heads)
     if heads % kv_heads:
         raise ConfigError(f"{where}: num_key_value_heads {kv_heads} does not divide num_attention_heads {heads}")
+    if config.get("head_dim") is None and hidden % heads:
+        raise ConfigError(f"{where}: hidden_size {hidden} is not a multiple of num_attention_heads {heads}, so the "
+                          "width of a head is not hidden_size / heads; give 'head_dim' in the config")
     moe = model_type == "mixtral"
+    if moe and _field(config, "num_experts_per_tok", where) > _field(config, "num_local_experts", where):
+        raise ConfigError(f"{where}: num_experts_per_tok {config['num_experts_per_tok']} is more than "
+                          f"num_local_experts {config['num_local_experts']}")
+    bias = _flag(config, "attention_bias", where)
+    mlp_bias = _flag(config, "mlp_bias", where)
     return ModelShape(
         model_type=model_type, vocab=_field(config, "vocab_size", where), hidden=hidden,
         layers=_field(config, "num_hidden_layers", where), heads=heads, kv_heads=kv_heads,
@@ -110,7 +136,7 @@ def read_config(path: str | Path) -> ModelShape:
         intermediate=_field(config, "intermediate_size", where),
         experts=_field(config, "num_local_experts", where) if moe else 1,
         experts_per_token=_field(config, "num_experts_per_tok", where) if moe else 1,
-        qkv_bias=model_type == "qwen2" or (model_type == "llama" and bool(config.get("attention_bias"))),
-        o_bias=model_type == "llama" and bool(config.get("attention_bias")),
-        mlp_bias=model_type == "llama" and bool(config.get("mlp_bias")),
-        tied_embeddings=bool(config.get("tie_word_embeddings", False)))
+        qkv_bias=model_type == "qwen2" or (model_type == "llama" and bias),
+        o_bias=model_type == "llama" and bias,
+        mlp_bias=model_type == "llama" and mlp_bias,
+        tied_embeddings=_flag(config, "tie_word_embeddings", where))
