@@ -4,6 +4,9 @@ Each rank k of a run wrote RUN/rank_k/metrics.jsonl (a line per step and per set
 its weights ("weight:NAME"), its first step's gradients after the reduction ("grad:NAME") and its routing decisions
 ("choices": steps x layers x its tokens x k). The experts' arrays ("...moe.w1" and the like) are split along their
 first axis, E / P experts per rank; every other array is whole on every rank.
+
+It also holds a NumPy model of `all_to_all_single`, with which notebook 13 and its tests check, on CPU, how moe.py
+pads the empty blocks of an all-to-all.
 """
 
 from __future__ import annotations
@@ -83,3 +86,43 @@ def draw_load(settings: dict[str, list[dict]], experts: int, top_k: int):
     for ax in (left, right):
         ax.legend(fontsize=8)
     return fig
+
+
+def all_to_all_single(inputs: list[np.ndarray], send, recv) -> list[np.ndarray]:
+    """What `all_to_all_single` computes, for every rank at once, in NumPy: rank i cuts `inputs[i]` into blocks of
+    send[i][j] rows and sends block j to rank j; rank j stacks the blocks it receives in rank order. Stops with an
+    AssertionError where a rank's sizes do not add up or a receiver expects (recv[j][i]) other than what is sent."""
+    ranks = len(inputs)
+    blocks = []
+    for i, x in enumerate(inputs):
+        assert len(x) == sum(send[i]), f"rank {i}: {len(x)} rows, split sizes {list(send[i])}"
+        blocks.append(np.split(x, np.cumsum(send[i])[:-1]))
+    for i in range(ranks):
+        for j in range(ranks):
+            assert len(blocks[i][j]) == recv[j][i], f"rank {j} expects {recv[j][i]} rows from rank {i}, gets " \
+                                                    f"{len(blocks[i][j])}"
+    return [np.concatenate([blocks[i][j] for i in range(ranks)]) for j in range(ranks)]
+
+
+def check_padding(padded_splits, rng: np.random.Generator, trials: int = 300, width: int = 3) -> int:
+    """Check notebook 13's `padded_splits` (moe.py) on random exchanges among 1 to 8 ranks whose split sizes are
+    mostly zeros, the all-zero one included: after padding no block is empty, senders and receivers agree on every
+    size, and each rank keeps exactly the rows the exchange without padding gives it. Returns how many empty blocks
+    were padded; an AssertionError names the first failure."""
+    padded = 0
+    for trial in range(trials):
+        ranks = int(rng.integers(1, 9))
+        counts = rng.integers(0, 4, (ranks, ranks)) * (rng.random((ranks, ranks)) < 0.5) * (trial > 0)  # i -> j rows
+        inputs = [rng.standard_normal((int(counts[i].sum()), width)) for i in range(ranks)]
+        expected = all_to_all_single(inputs, counts, counts.T)
+        plans = [padded_splits(counts[i], counts[:, i]) for i in range(ranks)]   # (send, recv, take, keep) per rank
+        send, recv = [p[0] for p in plans], [p[1] for p in plans]
+        assert min(min(s) for s in send) >= 1 and min(min(r) for r in recv) >= 1, \
+            f"{ranks} ranks, rows {counts.tolist()}: an empty block is left"
+        arrived = all_to_all_single([np.concatenate([x, np.zeros((1, width))])[p[2]] for x, p in zip(inputs, plans)],
+                                    send, recv)
+        for j, p in enumerate(plans):
+            assert np.array_equal(arrived[j][p[3]], expected[j]), \
+                f"{ranks} ranks, rows {counts.tolist()}: rank {j} keeps other rows than the exchange gives it"
+        padded += int((counts == 0).sum())
+    return padded
