@@ -24,7 +24,7 @@ demo: setup
 # notebook must run from its own folder. The book fails exactly where nbmake would (both run the notebook with
 # nbclient; a cell tagged raises-exception may raise, any other error fails).
 test: setup
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests --durations=25
 	$(MAKE) book-en
 	TUTORIAL_WORKERS=8 $(MAKE) book-zh
 
