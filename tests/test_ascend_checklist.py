@@ -198,8 +198,8 @@ PRECISION_EXEMPT = {
         "notebook 08 compares it with notebook 02's run at 1e-3 on Ascend (TOLERANCE = 1e-5 if DEVICE == \"CPU\" "
         "else 1e-3), float16's scale, not float32's",
     ("11_gpt_tensor_parallel.ipynb", "scripts/collectives_probe.py"):
-        "a probe of which collectives run; it compares sums of small integers and a gradient of ones exactly, "
-        "which float16 holds too",
+        "a probe of which collectives run: it compares the sums and gathers of small integers and a gradient of "
+        "ones exactly, with no matrix product (what the precision mode governs) on the way",
     ("09_memory_per_card.ipynb", "scripts/zero_by_hand.py"):
         "stages 1-3 are compared with stage 0 at 1e-3 of the largest weight, float16's scale, not float32's",
     ("09_memory_per_card.ipynb", "scripts/optimizer_parallel.py"):
