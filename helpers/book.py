@@ -128,20 +128,12 @@ def exporter():
     return BookExporter(template_name="book", extra_template_basedirs=[str(TEMPLATES)])
 
 
-def title(nb) -> str:
-    """The notebook's title: its first markdown heading."""
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            for line in cell.source.splitlines():
-                if line.startswith("# "):
-                    return line[2:].strip()
-    return "Notebook"
-
-
 def render(nb, out: Path, language: str = "en", other: str | None = None) -> None:
     """`nb` as a page in `out`, in `language` ("en" or "zh"), linked to its other language's page `other`."""
+    from helpers.reference import notebook_title
+
     words = WORDS[language]
-    resources = {"metadata": {"name": title(nb)},
+    resources = {"metadata": {"name": notebook_title(nb)},
                  "book": {"all": words["all"], "other": other, "other_label": words["other"],
                           "hidden": words["hidden"]}}
     body, _ = exporter().from_notebook_node(nb, resources=resources)

@@ -13,7 +13,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from helpers import translation
 
 NOTEBOOKS = translation.english_notebooks()
-README, README_ZH = translation.ROOT / "README.md", translation.ROOT / "README.zh-CN.md"
+README, README_ZH = translation.ROOT / "README.md", translation.README_ZH
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
