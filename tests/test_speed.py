@@ -1,0 +1,62 @@
+"""helpers.speed (notebook 15): reading the profiler's output, splitting a timeline, fitting alpha + n / beta."""
+
+import json
+
+import numpy as np
+import pytest
+
+from helpers.speed import fit_latency_bandwidth, is_communication, op_type, op_types, time_split, trace_events
+
+
+def fake_profile(tmp_path, rank=0):
+    """A rank folder laid out as MindSpore 2.10's profiler writes it on CPU (checked against a real run)."""
+    folder = tmp_path / f"rank_{rank}" / "profile" / "host_123_20261205_ascend_ms"
+    (folder / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
+    (folder / "FRAMEWORK").mkdir()
+    events = [{"ph": "M", "name": "process_name", "pid": 2, "tid": 0, "args": {"name": "CPU OP"}},
+              {"ph": "X", "name": "MatMul", "pid": 2, "tid": 0, "ts": "1000.0", "dur": "300.0"},
+              {"ph": "X", "name": "Default/AllReduce-op0", "pid": 2, "tid": 0, "ts": "1300.0", "dur": "200.0"},
+              {"ph": "X", "name": "Default/Add-op19", "pid": 2, "tid": 0, "ts": "1400.0", "dur": "50.0"},
+              {"ph": "X", "name": "Mul", "pid": 2, "tid": 0, "ts": "1800.0", "dur": "200.0"}]
+    (folder / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").write_text(json.dumps(events))
+    (folder / "FRAMEWORK" / f"cpu_op_type_info_{rank}.csv").write_text(
+        "op_type,type_occurrences,execution_frequency(per-step),total_compute_time,avg_time(ms),percent\n"
+        "MatMul,90,1,15.3,0.17,0.05\nAllReduce,24,6,55.8,2.3,0.17\nMul,380,190,127.9,0.34,0.4\n")
+    return tmp_path / f"rank_{rank}"
+
+
+def test_op_type_and_communication():
+    assert op_type("Default/AllReduce-op0") == "AllReduce" and op_type("MatMul") == "MatMul"
+    assert op_type("Expand/_SoftmaxBackward/ReduceSum-op0") == "ReduceSum"
+    assert is_communication("AllReduce") and is_communication("AllGather") and is_communication("HcomSend")
+    assert not is_communication("MatMul") and not is_communication("ReduceSum")
+
+
+def test_trace_and_csv_are_read(tmp_path):
+    rank_dir = fake_profile(tmp_path, rank=1)
+    events = trace_events(rank_dir)
+    assert [e["type"] for e in events] == ["MatMul", "AllReduce", "Add", "Mul"]
+    assert events[0]["start"] == pytest.approx(1e-3) and events[0]["seconds"] == pytest.approx(3e-4)
+    rows = op_types(rank_dir)
+    assert [r["type"] for r in rows] == ["Mul", "AllReduce", "MatMul"] and rows[1]["communication"]
+    with pytest.raises(FileNotFoundError):
+        trace_events(tmp_path / "rank_7")
+
+
+def test_time_split_counts_overlaps_once(tmp_path):
+    split = time_split(trace_events(fake_profile(tmp_path)))
+    # span 1000..2000 us; communication 1300..1500; Add (1400..1450) inside it; MatMul and Mul 500 us; idle 1500..1800
+    assert split["span"] == pytest.approx(1e-3)
+    assert split["communication"] == pytest.approx(2e-4)
+    assert split["compute"] == pytest.approx(5e-4)
+    assert split["idle"] == pytest.approx(3e-4)
+    assert time_split([]) == {"span": 0.0, "compute": 0.0, "communication": 0.0, "idle": 0.0}
+
+
+def test_fit_recovers_alpha_and_beta():
+    n = np.geomspace(1e3, 4e6, 7)
+    fit = fit_latency_bandwidth(n, 1e-3 + n / 2e8)
+    assert fit["alpha"] == pytest.approx(1e-3) and fit["beta"] == pytest.approx(2e8) and fit["error"] < 1e-9
+    noisy = fit_latency_bandwidth(n, (1e-3 + n / 2e8) * np.array([1.2, 0.9, 1.1, 1.0, 0.8, 1.1, 1.0]))
+    assert 0.1 < noisy["error"] < 0.5
+    assert fit_latency_bandwidth([1, 2, 3], [3.0, 2.0, 1.0])["beta"] == float("inf")   # a falling slope
