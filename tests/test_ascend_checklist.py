@@ -544,12 +544,30 @@ def ring_of_14(source: str, script: str) -> Replay:
             yield label, wires
 
 
+def exchanges_of_15(source: str, script: str) -> Replay:
+    """Notebook 15's exchange(x, partner) as its collectives sweep calls it, P = 2, 4, 8 (the sweep sends only at a
+    power-of-two rank count): the send/recv pair with rank XOR 1, then the all-to-all's exchanges with rank XOR k,
+    k = 1..P-1, for two message sizes."""
+    code = definitions(source, script, Tensor=tensor, ops=OPS, args=SimpleNamespace(repeats=1))
+    for size in (2, 4, 8):
+        wires = [Wire(script) for _ in range(size)]
+        for rank, wire in enumerate(wires):
+            code.update(rank=rank, world=size, dist=wire)
+            for elements in (4, 64):
+                x = tensor(np.zeros(elements))
+                code["exchange"](x, rank ^ 1)
+                for k in range(1, size):
+                    code["exchange"](x[: elements // size], rank ^ k)
+        yield f"P = {size}", wires
+
+
 REPLAYS = {
     ("08_dynamic_graph_path.ipynb", "scripts/pynative_collectives.py"): ring_of_08,
     ("10_pipeline_parallelism.ipynb", "scripts/pipeline_by_hand.py"): pipeline_of_10,
     ("12_3d_parallelism.ipynb", "scripts/train_3d.py"): pipeline_of_12,
     ("13_mixture_of_experts.ipynb", "scripts/moe.py"): all_to_all_of_13,
     ("14_long_sequences.ipynb", "scripts/context.py"): ring_of_14,
+    ("15_speed.ipynb", "scripts/speed.py"): exchanges_of_15,
 }
 
 
