@@ -170,6 +170,8 @@ BAD = {
     "missing field": ("llama_gqa", _edit_config(lambda c: {k: v for k, v in c.items() if k != "hidden_size"}),
                       ["config.json", "hidden_size"]),
     "missing shard": ("llama_gqa", _no_shard, ["model.safetensors.index.json", "model-00003-of-00005.safetensors"]),
+    "damaged index": ("llama_gqa", lambda tmp, name: (lambda f: (f / "model.safetensors.index.json").write_text(
+        "{}") and f)(_copy(tmp, name)), ["model.safetensors.index.json", "weight_map"]),
     "missing tensor": ("qwen2_tied", _edit_weights(lambda t: {k: v for k, v in t.items() if k != "model.norm.weight"}),
                        ["model.safetensors", "model.norm.weight", "missing"]),
     "extra tensor": ("qwen2_tied", _edit_weights(lambda t: {**t, O_BIAS: np.zeros(64, np.float32)}),
