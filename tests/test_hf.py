@@ -1,0 +1,273 @@
+"""scripts/hf.py, the Hugging Face loader and saver, against models `transformers` saved (tests/data/hf).
+
+gpt.GPT built from each fixture folder gives transformers' logits; every bad input stops with one line naming the
+file and the tensor or field, and leaves the folder as it was; save and load are exact inverses. In one process on
+the CPU, with no msrun and no torch: tests/data/hf/make_reference.py made the fixtures once.
+"""
+
+import hashlib
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers.scripts import notebook_scripts, write_script
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "data" / "hf"
+HF_SOURCE = ROOT / "notebooks" / "16_drafts" / "hf_cells.json"   # the cells that write scripts/hf.py
+NAMES = ("llama_gqa", "qwen2_tied", "mistral_bf16")
+TOLERANCE = 1e-5   # of the largest |logit|: float32, summed in another order than torch's
+
+
+def _import(path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def modules(tmp_path_factory):
+    """(hf, gpt): hf.py from its cells, gpt.py from notebook 11, imported from a folder of their own."""
+    folder = tmp_path_factory.mktemp("scripts")
+    cells = json.loads(HF_SOURCE.read_text(encoding="utf-8"))
+    notebook = folder / "cells.ipynb"
+    notebook.write_text(json.dumps({"cells": cells["cells"] if isinstance(cells, dict) else cells}))
+    (folder / "hf.py").write_text(notebook_scripts(notebook)["scripts/hf.py"])
+    write_script("11_gpt_tensor_parallel.ipynb", "scripts/gpt.py", folder)
+    saved = {name: sys.modules.get(name) for name in ("hf", "gpt")}
+    yield _import(folder / "hf.py"), _import(folder / "gpt.py")
+    for name, module in saved.items():
+        if module is None:
+            sys.modules.pop(name, None)
+        else:
+            sys.modules[name] = module
+
+
+@pytest.fixture(scope="module")
+def hf(modules):
+    return modules[0]
+
+
+def logits(gpt, cfg, weights, ids):
+    import mindspore as ms
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    ms.set_device("CPU")
+    return gpt.GPT(cfg, weights)(ms.Tensor(ids, ms.int32)).asnumpy()
+
+
+def hashes(folder):
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(Path(folder).iterdir())}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_logits_equal_transformers(modules, name):
+    hf, gpt = modules
+    cfg, weights = hf.load(FIXTURES / name)
+    reference = np.load(FIXTURES / name / "logits.npy")
+    mine = logits(gpt, cfg, weights, np.load(FIXTURES / name / "ids.npy"))
+    gap = float(np.abs(mine - reference).max())
+    scale = float(np.abs(reference).max())
+    print(f"{name}: largest gap {gap:.2e}, largest logit {scale:.3f}, relative {gap / scale:.1e} "
+          f"(tolerance {TOLERANCE:.0e})")
+    assert mine.shape == reference.shape and gap <= TOLERANCE * scale
+
+
+def test_what_each_fixture_exercises(hf, modules):
+    gpt = modules[1]
+    llama, _ = hf.load(FIXTURES / "llama_gqa")
+    assert (llama["heads"], llama["kv_heads"], llama["rope_theta"]) == (4, 2, 5e5)
+    assert (FIXTURES / "llama_gqa" / "model.safetensors.index.json").exists()   # the sharded path
+    qwen, weights = hf.load(FIXTURES / "qwen2_tied")
+    assert qwen["qkv_bias"] and qwen["tie_embeddings"] and "output.weight" not in weights
+    assert "layers.0.attn.wk.bias" in weights and qwen["vocab"] == 300
+    mistral, _ = hf.load(FIXTURES / "mistral_bf16")
+    assert mistral["head_dim"] == 32 != mistral["dim"] // mistral["heads"]
+    header = (FIXTURES / "mistral_bf16" / "model.safetensors").read_bytes()
+    assert b'"BF16"' in header[:4096] and b'"F32"' not in header[:4096]   # the bfloat16 path
+    # tensor parallelism splits a bias as its weight (rows), and the tied output is the vocab-split embedding
+    assert gpt.split_axis("layers.0.attn.wq.bias") == gpt.split_axis("layers.0.attn.wq.weight") == 0
+    assert gpt.split_axis("embed") == gpt.split_axis("output.weight") == 0
+
+
+def _copy(tmp_path, name):
+    target = tmp_path / name
+    shutil.copytree(FIXTURES / name, target)
+    return target
+
+
+def _edit_config(change):
+    def make(tmp_path, name):
+        folder = _copy(tmp_path, name)
+        path = folder / "config.json"
+        path.write_text(json.dumps(change(json.loads(path.read_text()))))
+        return folder
+    return make
+
+
+def _edit_weights(change):
+    def make(tmp_path, name, hf):
+        folder = _copy(tmp_path, name)
+        path = folder / "model.safetensors"
+        hf.write_safetensors(path, change(hf.read_safetensors(path)))
+        return folder
+    return make
+
+
+def _bad_dtype(tmp_path, name):
+    folder = _copy(tmp_path, name)
+    path = folder / "model.safetensors"
+    raw = path.read_bytes()
+    length = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + length])
+    header["model.norm.weight"]["dtype"] = "I32"
+    path.write_bytes(raw[:8] + json.dumps(header, separators=(",", ":")).encode().ljust(length) + raw[8 + length:])
+    return folder
+
+
+def _truncated(tmp_path, name):
+    folder = _copy(tmp_path, name)
+    path = folder / "model.safetensors"
+    path.write_bytes(path.read_bytes()[:-1000])
+    return folder
+
+
+def _no_shard(tmp_path, name):
+    folder = _copy(tmp_path, name)
+    (folder / "model-00003-of-00005.safetensors").unlink()
+    return folder
+
+
+def _no_config(tmp_path, name):
+    folder = _copy(tmp_path, name)
+    (folder / "config.json").unlink()
+    return folder
+
+
+O_BIAS = "model.layers.0.self_attn.o_proj.bias"
+# (fixture, how to damage it, words the one-line error must hold)
+BAD = {
+    "no config.json": ("qwen2_tied", _no_config, ["no config.json"]),
+    "model_type": ("qwen2_tied", _edit_config(lambda c: {**c, "model_type": "gemma"}),
+                   ["config.json", "model_type", "gemma"]),
+    "rope scaling": ("llama_gqa", _edit_config(lambda c: {**c, "rope_parameters": {
+        "rope_type": "llama3", "rope_theta": 5e5, "factor": 8.0}}), ["config.json", "rope_parameters", "llama3"]),
+    "old rope_scaling": ("llama_gqa", _edit_config(lambda c: {**c, "rope_scaling": {"type": "linear", "factor": 2}}),
+                         ["config.json", "rope_scaling", "linear"]),
+    "sliding window": ("mistral_bf16", _edit_config(lambda c: {**c, "sliding_window": 16}),
+                       ["config.json", "sliding_window", "16"]),
+    "qwen2 sliding window": ("qwen2_tied", _edit_config(lambda c: {
+        **c, "use_sliding_window": True, "sliding_window": 8, "layer_types": ["sliding_attention"] * 2}),
+        ["config.json", "sliding_window"]),
+    "attention bias": ("llama_gqa", _edit_config(lambda c: {**c, "attention_bias": True}), ["attention_bias"]),
+    "activation": ("llama_gqa", _edit_config(lambda c: {**c, "hidden_act": "gelu"}), ["hidden_act", "gelu"]),
+    "missing field": ("llama_gqa", _edit_config(lambda c: {k: v for k, v in c.items() if k != "hidden_size"}),
+                      ["config.json", "hidden_size"]),
+    "missing shard": ("llama_gqa", _no_shard, ["model.safetensors.index.json", "model-00003-of-00005.safetensors"]),
+    "damaged index": ("llama_gqa", lambda tmp, name: (lambda f: (f / "model.safetensors.index.json").write_text(
+        "{}") and f)(_copy(tmp, name)), ["model.safetensors.index.json", "weight_map"]),
+    "missing tensor": ("qwen2_tied", _edit_weights(lambda t: {k: v for k, v in t.items() if k != "model.norm.weight"}),
+                       ["model.safetensors", "model.norm.weight", "missing"]),
+    "extra tensor": ("qwen2_tied", _edit_weights(lambda t: {**t, O_BIAS: np.zeros(64, np.float32)}),
+                     ["model.safetensors", O_BIAS]),
+    "shape": ("qwen2_tied", _edit_config(lambda c: {**c, "intermediate_size": 96}),
+              ["model.safetensors", "model.layers.0.mlp.gate_proj.weight", "(128, 64)", "(96, 64)"]),
+    "dtype": ("qwen2_tied", _bad_dtype, ["model.safetensors", "model.norm.weight", "I32"]),
+    "truncated": ("qwen2_tied", _truncated, ["model.safetensors", "truncated"]),
+    "truncated header": ("qwen2_tied", lambda tmp, name: (lambda f: (f / "model.safetensors").write_bytes(
+        (f / "model.safetensors").read_bytes()[:100]) and f)(_copy(tmp, name)), ["model.safetensors", "truncated"]),
+}
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_input_names_file_and_tensor_and_changes_nothing(hf, tmp_path, case):
+    name, make, words = BAD[case]
+    folder = make(tmp_path, name, hf) if make.__code__.co_argcount == 3 else make(tmp_path, name)
+    before = hashes(folder)
+    with pytest.raises(hf.HFError) as error:
+        hf.load(folder)
+    message = str(error.value)
+    print(f"{case}: {message}")
+    assert "\n" not in message and all(word in message for word in words), message
+    assert str(folder) in message   # the folder (or the file in it) is named
+    assert hashes(folder) == before
+
+
+def test_accepted_configs(hf):
+    config = json.loads((FIXTURES / "mistral_bf16" / "config.json").read_text())
+    assert hf.gpt_config({**config, "sliding_window": 4096}, seq=64)["seq"] == 64   # a window longer than seq
+    with pytest.raises(hf.HFError, match="seq <= 16"):
+        hf.gpt_config({**config, "sliding_window": 16}, seq=64)
+    assert hf.gpt_config({**config, "sliding_window": 16}, seq=16)["seq"] == 16
+    qwen = json.loads((FIXTURES / "qwen2_tied" / "config.json").read_text())
+    assert hf.gpt_config({**qwen, "sliding_window": 8, "use_sliding_window": False})   # Qwen2.5's published form
+    top = {k: v for k, v in qwen.items() if k != "rope_parameters"}   # most published configs: rope_theta on top
+    assert hf.gpt_config({**top, "rope_theta": 1e6, "rope_scaling": None})["rope_theta"] == 1e6
+    assert hf.gpt_config({**top, "max_position_embeddings": 32768})["seq"] == hf.DEFAULT_SEQ
+
+
+@pytest.mark.parametrize("shard_bytes", [2**30, 100_000])
+def test_save_load_round_trip_is_exact(hf, tmp_path, shard_bytes):
+    from safetensors.numpy import load_file
+    for name in NAMES:
+        cfg, weights = hf.load(FIXTURES / name)
+        out = hf.save(tmp_path / name, cfg, weights, max_shard_bytes=shard_bytes)
+        cfg2, weights2 = hf.load(out)
+        assert weights2.keys() == weights.keys() and all(np.array_equal(weights[k], weights2[k]) for k in weights)
+        assert {k: v for k, v in cfg2.items() if k != "hf_config"} == {k: v for k, v in cfg.items() if k != "hf_config"}
+        shards = sorted(out.glob("*.safetensors"))
+        assert (len(shards) > 1) == (shard_bytes < 2**30) == (out / "model.safetensors.index.json").exists()
+        read = {}
+        for shard in shards:   # the safetensors library reads what hf.py wrote
+            read.update(load_file(shard))
+        names = {mine: theirs for mine, (theirs, _) in hf.hf_names(cfg).items()}
+        assert all(np.array_equal(read[names[k]], weights[k]) for k in weights)
+        assert all(shard.stat().st_size <= shard_bytes + 4096 for shard in shards)
+
+
+def test_save_a_model_of_the_series(modules, tmp_path):
+    """The series' own byte-level GPT (no Hugging Face config behind it) goes out as a llama folder, back the same."""
+    hf, gpt = modules
+    cfg = dict(gpt.CONFIG)
+    weights = gpt.init_weights(cfg)
+    cfg2, weights2 = hf.load(hf.save(tmp_path / "ours", cfg, weights))
+    assert cfg2["hf_config"]["model_type"] == "llama" and {k: cfg2[k] for k in cfg} == cfg
+    ids = np.arange(24).reshape(2, 12)
+    assert np.array_equal(logits(gpt, cfg, weights, ids), logits(gpt, cfg2, weights2, ids))
+
+
+def test_save_refuses_then_overwrites_atomically(hf, tmp_path, monkeypatch):
+    cfg, weights = hf.load(FIXTURES / "llama_gqa")
+    out = hf.save(tmp_path / "out", cfg, weights)
+    before = hashes(out)
+    with pytest.raises(hf.HFError, match="exists and is not empty"):
+        hf.save(out, cfg, weights)
+    with pytest.raises(hf.HFError, match="layers.0.mlp.w1.weight"):
+        hf.save(out, cfg, {**weights, "layers.0.mlp.w1.weight": np.zeros((3, 3), np.float32)}, overwrite=True)
+    with pytest.raises(hf.HFError, match="layers.1.attn.wq.weight is missing"):
+        hf.save(out, cfg, {k: v for k, v in weights.items() if k != "layers.1.attn.wq.weight"}, overwrite=True)
+    written = []
+
+    def fails_on_the_second(path, tensors):   # a disk that fills up halfway
+        if written:
+            raise OSError("No space left on device")
+        written.append(path)
+        real(path, tensors)
+
+    real = hf.write_safetensors
+    monkeypatch.setattr(hf, "write_safetensors", fails_on_the_second)
+    with pytest.raises(OSError):
+        hf.save(out, cfg, {k: v * 2 for k, v in weights.items()}, max_shard_bytes=100_000, overwrite=True)
+    monkeypatch.undo()
+    assert hashes(out) == before and sorted(p.name for p in tmp_path.iterdir()) == ["out"]   # nothing left behind
+    hf.save(out, cfg, {k: v * 2 for k, v in weights.items()}, overwrite=True)
+    assert np.array_equal(hf.load(out)[1]["embed"], 2 * weights["embed"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    (tmp_path / "empty").mkdir()
+    hf.save(tmp_path / "empty", cfg, weights)   # an empty folder is no one's work
