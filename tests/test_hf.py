@@ -19,8 +19,8 @@ from helpers.scripts import notebook_scripts, write_script
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "data" / "hf"
-HF_SOURCE = ROOT / "notebooks" / "16_drafts" / "hf_cells.json"   # the cells that write scripts/hf.py
-NAMES = ("llama_gqa", "qwen2_tied", "mistral_bf16")
+HF_SOURCE = ROOT / "notebooks" / "16_your_model.ipynb"   # its %%writefile cells write scripts/hf.py
+NAMES = ("llama_gqa", "qwen2_tied", "mistral_bf16", "llama3_scaled")
 TOLERANCE = 1e-5   # of the largest |logit|: float32, summed in another order than torch's
 
 
@@ -36,10 +36,7 @@ def _import(path):
 def modules(tmp_path_factory):
     """(hf, gpt): hf.py from its cells, gpt.py from notebook 11, imported from a folder of their own."""
     folder = tmp_path_factory.mktemp("scripts")
-    cells = json.loads(HF_SOURCE.read_text(encoding="utf-8"))
-    notebook = folder / "cells.ipynb"
-    notebook.write_text(json.dumps({"cells": cells["cells"] if isinstance(cells, dict) else cells}))
-    (folder / "hf.py").write_text(notebook_scripts(notebook)["scripts/hf.py"])
+    (folder / "hf.py").write_text(notebook_scripts(HF_SOURCE)["scripts/hf.py"])
     write_script("11_gpt_tensor_parallel.ipynb", "scripts/gpt.py", folder)
     saved = {name: sys.modules.get(name) for name in ("hf", "gpt")}
     yield _import(folder / "hf.py"), _import(folder / "gpt.py")
@@ -94,6 +91,26 @@ def test_what_each_fixture_exercises(hf, modules):
     # tensor parallelism splits a bias as its weight (rows), and the tied output is the vocab-split embedding
     assert gpt.split_axis("layers.0.attn.wq.bias") == gpt.split_axis("layers.0.attn.wq.weight") == 0
     assert gpt.split_axis("embed") == gpt.split_axis("output.weight") == 0
+
+
+def test_llama3_rope_scaling(hf, modules):
+    """Llama 3's scaled frequencies (rope_type llama3, as Llama-3.2-1B): transformers' logits with them, not without."""
+    gpt = modules[1]
+    cfg, weights = hf.load(FIXTURES / "llama3_scaled")
+    plain = 1.0 / cfg["rope_theta"] ** (np.arange(0, cfg["head_dim"], 2) / cfg["head_dim"])
+    scaled = np.array(cfg["rope_inv_freq"])
+    # wavelength 6.28 lies between 16 / 4 and 16 / 1: interpolated with smooth = (16 / 6.28 - 1) / 3 = 0.515,
+    # (1 - 0.515) / 8 + 0.515 = 0.576; 167 and more lie above 16: divided by 8
+    assert np.isclose(scaled[0], plain[0] * 0.57606, rtol=1e-4) and np.allclose(scaled[1:], plain[1:] / 8)
+    ids, reference = np.load(FIXTURES / "llama3_scaled" / "ids.npy"), np.load(FIXTURES / "llama3_scaled" / "logits.npy")
+    scale = float(np.abs(reference).max())
+    assert float(np.abs(logits(gpt, cfg, weights, ids) - reference).max()) <= TOLERANCE * scale
+    unscaled = {k: v for k, v in cfg.items() if k != "rope_inv_freq"}   # the test fails without the scaling
+    assert float(np.abs(logits(gpt, unscaled, weights, ids) - reference).max()) > 100 * TOLERANCE * scale
+    json.dumps(cfg)   # cfg stays JSON: train_hf.py reads it from a file
+    top = {k: v for k, v in cfg["hf_config"].items() if k != "rope_parameters"}   # Llama-3.2-1B's published form
+    old = hf.gpt_config({**top, "rope_theta": 5e5, "rope_scaling": cfg["hf_config"]["rope_parameters"]})
+    assert old["rope_inv_freq"] == cfg["rope_inv_freq"]
 
 
 def _copy(tmp_path, name):
@@ -157,7 +174,10 @@ BAD = {
     "model_type": ("qwen2_tied", _edit_config(lambda c: {**c, "model_type": "gemma"}),
                    ["config.json", "model_type", "gemma"]),
     "rope scaling": ("llama_gqa", _edit_config(lambda c: {**c, "rope_parameters": {
-        "rope_type": "llama3", "rope_theta": 5e5, "factor": 8.0}}), ["config.json", "rope_parameters", "llama3"]),
+        "rope_type": "yarn", "rope_theta": 5e5, "factor": 8.0}}), ["config.json", "rope_parameters", "yarn"]),
+    "llama3 without its factors": ("llama_gqa", _edit_config(lambda c: {**c, "rope_parameters": {
+        "rope_type": "llama3", "rope_theta": 5e5, "factor": 8.0}}),
+        ["config.json", "rope_parameters", "low_freq_factor", "missing"]),
     "old rope_scaling": ("llama_gqa", _edit_config(lambda c: {**c, "rope_scaling": {"type": "linear", "factor": 2}}),
                          ["config.json", "rope_scaling", "linear"]),
     "sliding window": ("mistral_bf16", _edit_config(lambda c: {**c, "sliding_window": 16}),
@@ -228,7 +248,8 @@ def test_save_load_round_trip_is_exact(hf, tmp_path, shard_bytes):
             read.update(load_file(shard))
         names = {mine: theirs for mine, (theirs, _) in hf.hf_names(cfg).items()}
         assert all(np.array_equal(read[names[k]], weights[k]) for k in weights)
-        assert all(shard.stat().st_size <= shard_bytes + 4096 for shard in shards)
+        biggest = max(a.nbytes for a in read.values())   # a tensor above shard_bytes goes in a shard of its own
+        assert all(shard.stat().st_size <= max(shard_bytes, biggest) + 4096 for shard in shards)
 
 
 def test_save_a_model_of_the_series(modules, tmp_path):

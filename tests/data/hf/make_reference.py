@@ -11,7 +11,10 @@ token ids (2 x 12, some above 255), and logits.npy, the model's float32 logits f
 models: llama with grouped key/value heads (4 heads, 2 key/value heads), rope_theta 500000, saved in shards;
 qwen2 with its q/k/v biases and tied embeddings (no lm_head in the file); mistral with head_dim 32 (not
 hidden / heads = 16), no sliding window, saved in bfloat16 (its logits are those of the bfloat16 weights, run in
-float32). Vocabulary 300, hidden 64, 2 layers: about 1 MB in all.
+float32). Vocabulary 300, hidden 64, 2 layers: about 1 MB in all. And llama3_scaled, notebook 16's model: Llama 3's
+rope scaling (rope_type "llama3", as Llama-3.2-1B, with original_max_position_embeddings 16 so that the scaling
+changes every frequency band within 12 tokens), 16 heads and 8 key/value heads (tensor parallelism up to 8 divides
+them), vocabulary 256 (byte ids), hidden 128, 2 layers (1.7 MB). `--only NAME` makes one folder again.
 
     /tmp/hfref/bin/python tests/data/hf/make_reference.py --check SAVED NAME
 
@@ -38,14 +41,23 @@ MODELS = {
                     "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}}, {}),
     "mistral_bf16": (transformers.MistralConfig, transformers.MistralForCausalLM,
                      {"num_key_value_heads": 4, "head_dim": 32, "sliding_window": None}, {"bf16": True}),
+    "llama3_scaled": (transformers.LlamaConfig, transformers.LlamaForCausalLM,
+                      {"vocab_size": 256, "hidden_size": 128, "intermediate_size": 352, "num_attention_heads": 16,
+                       "num_key_value_heads": 8, "rms_norm_eps": 1e-5,
+                       "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                                           "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                           "original_max_position_embeddings": 16}}, {}),
 }
 
 
-def main():
-    ids = np.random.default_rng(0).integers(0, COMMON["vocab_size"], (2, 12))
+def main(only=None):
+    all_ids = np.random.default_rng(0).integers(0, COMMON["vocab_size"], (2, 12))
     for seed, (name, (config_class, model_class, extra, how)) in enumerate(MODELS.items()):
+        if only and name != only:
+            continue
         torch.manual_seed(seed)
-        config = config_class(**COMMON, **extra)
+        config = config_class(**{**COMMON, **extra})
+        ids = all_ids % config.vocab_size   # the same ids for vocabulary 300; below 256 for a byte vocabulary
         config._attn_implementation = "eager"
         model = model_class(config).float().eval()
         with torch.no_grad():   # larger than the default init, every weight random (norm weights about 1)
@@ -73,5 +85,6 @@ def check(saved, name):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", nargs=2, metavar=("SAVED", "NAME"), help="check a folder hf.save wrote")
+    parser.add_argument("--only", metavar="NAME", choices=MODELS, help="make this fixture only")
     args = parser.parse_args()
-    check(*args.check) if args.check else main()
+    check(*args.check) if args.check else main(args.only)
