@@ -503,6 +503,24 @@ def pipeline_of_12(source: str, script: str) -> Replay:
             yield f"mesh {dp}x{pp}x{tp}, M = {micro}", wires
 
 
+def pipeline_of_16(source: str, script: str) -> Replay:
+    """Notebook 16's pipeline(inputs, targets) with its send and recv (notebook 12's 1F1B loop, repeated there), on
+    every rank of every mesh dp x pp x tp of up to 8 ranks, each rank at its stage p = rank // (dp * tp) as the script
+    places it, M = 1..16 micro-batches."""
+    code = definitions(source, script, Tensor=tensor)
+    meshes = [(dp, pp, tp) for dp in range(1, 9) for pp in range(1, 9) for tp in range(1, 9) if dp * pp * tp <= 8]
+    for dp, pp, tp in meshes:
+        for micro in range(1, 17):
+            wires = [Wire(script) for _ in range(dp * pp * tp)]
+            for rank, wire in enumerate(wires):
+                p = rank // (dp * tp)
+                code.update(rank=rank, dist=wire, dp=dp, pp=pp, tp=tp, p=p, MICRO=micro, cfg={"seq": 1, "dim": 1},
+                            stage=lambda x: x,
+                            grad_fn=lambda x, dy, first=p == 0: (tensor(0.0), [] if first else (x, [])))
+                code["pipeline"](np.zeros((micro, 1, 1), np.float32), np.zeros((micro, 1, 1), np.float32))
+            yield f"mesh {dp}x{pp}x{tp}, M = {micro}", wires
+
+
 def all_to_all_of_13(source: str, script: str) -> Replay:
     """Notebook 13's AllToAll on CPU (native=False: send/recv pairs), forward and backward, P = 1..8, with every
     pair sending, random counts with zeros, and nothing sent at all. Its Ascend branch is one all_to_all_single."""
@@ -568,6 +586,7 @@ REPLAYS = {
     ("13_mixture_of_experts.ipynb", "scripts/moe.py"): all_to_all_of_13,
     ("14_long_sequences.ipynb", "scripts/context.py"): ring_of_14,
     ("15_speed.ipynb", "scripts/speed.py"): exchanges_of_15,
+    ("16_your_model.ipynb", "scripts/train_hf.py"): pipeline_of_16,
 }
 
 
