@@ -167,6 +167,35 @@ def _no_config(tmp_path, name):
     return folder
 
 
+def _edit_header(change):   # one header entry rewritten, the bytes left as they are
+    def make(tmp_path, name):
+        folder = _copy(tmp_path, name)
+        path = folder / "model.safetensors"
+        raw = path.read_bytes()
+        length = int.from_bytes(raw[:8], "little")
+        header = json.loads(raw[8:8 + length])
+        header["model.norm.weight"] = change(header["model.norm.weight"])
+        new = json.dumps(header, separators=(",", ":")).encode()
+        path.write_bytes(len(new).to_bytes(8, "little") + new + raw[8 + length:])
+        return folder
+    return make
+
+
+def _nan(tensors):
+    tensors["model.norm.weight"] = tensors["model.norm.weight"].copy()
+    tensors["model.norm.weight"][3] = np.nan
+    return tensors
+
+
+def _edit_index(change):
+    def make(tmp_path, name):
+        folder = _copy(tmp_path, name)
+        path = folder / "model.safetensors.index.json"
+        path.write_text(json.dumps(change(json.loads(path.read_text()))))
+        return folder
+    return make
+
+
 O_BIAS = "model.layers.0.self_attn.o_proj.bias"
 # (fixture, how to damage it, words the one-line error must hold)
 BAD = {
@@ -200,6 +229,28 @@ BAD = {
               ["model.safetensors", "model.layers.0.mlp.gate_proj.weight", "(128, 64)", "(96, 64)"]),
     "dtype": ("qwen2_tied", _bad_dtype, ["model.safetensors", "model.norm.weight", "I32"]),
     "truncated": ("qwen2_tied", _truncated, ["model.safetensors", "truncated"]),
+    "config a list": ("qwen2_tied", _edit_config(lambda c: [c]), ["config.json", "list", "not an object"]),
+    "no heads": ("llama_gqa", _edit_config(lambda c: {**c, "num_attention_heads": 0}),
+                 ["config.json", "num_attention_heads", "0"]),
+    "layers true": ("llama_gqa", _edit_config(lambda c: {**c, "num_hidden_layers": True}),
+                    ["config.json", "num_hidden_layers", "True"]),
+    "kv heads not dividing": ("llama_gqa", _edit_config(lambda c: {**c, "num_key_value_heads": 3}),
+                              ["config.json", "num_key_value_heads", "3"]),
+    "eps a string": ("llama_gqa", _edit_config(lambda c: {**c, "rms_norm_eps": "1e-5"}), ["rms_norm_eps", "1e-5"]),
+    "rope_scaling a list": ("llama_gqa", _edit_config(lambda c: {**c, "rope_scaling": [1]}), ["rope_scaling", "[1]"]),
+    "partial rotary": ("llama_gqa", _edit_config(lambda c: {**c, "partial_rotary_factor": 0.5}),
+                       ["config.json", "partial_rotary_factor"]),
+    "quantized": ("llama_gqa", _edit_config(lambda c: {**c, "quantization_config": {"quant_method": "gptq"}}),
+                  ["config.json", "quantization_config"]),
+    "index weight_map a list": ("llama_gqa", _edit_index(lambda i: {**i, "weight_map": ["a"]}),
+                                ["model.safetensors.index.json", "weight_map"]),
+    "NaN": ("qwen2_tied", _edit_weights(_nan), ["model.safetensors", "model.norm.weight", "NaN"]),
+    "header claims more bytes": ("qwen2_tied", _edit_header(lambda e: {**e, "data_offsets": [
+        e["data_offsets"][0], e["data_offsets"][0] + 10**9]}), ["model.safetensors", "model.norm.weight", "truncated"]),
+    "header entry damaged": ("qwen2_tied", _edit_header(lambda e: {**e, "data_offsets": [-256, 0]}),
+                             ["model.safetensors", "model.norm.weight", "damaged header entry"]),
+    "header a list": ("qwen2_tied", lambda tmp, name: (lambda f: (f / "model.safetensors").write_bytes(
+        (8).to_bytes(8, "little") + b"[1, 2]  ") and f)(_copy(tmp, name)), ["model.safetensors", "JSON object"]),
     "truncated header": ("qwen2_tied", lambda tmp, name: (lambda f: (f / "model.safetensors").write_bytes(
         (f / "model.safetensors").read_bytes()[:100]) and f)(_copy(tmp, name)), ["model.safetensors", "truncated"]),
 }
@@ -230,6 +281,26 @@ def test_accepted_configs(hf):
     top = {k: v for k, v in qwen.items() if k != "rope_parameters"}   # most published configs: rope_theta on top
     assert hf.gpt_config({**top, "rope_theta": 1e6, "rope_scaling": None})["rope_theta"] == 1e6
     assert hf.gpt_config({**top, "max_position_embeddings": 32768})["seq"] == hf.DEFAULT_SEQ
+    # transformers 5.25 takes rope_theta from rope_parameters before the top level (checked with a probe model)
+    assert hf.gpt_config({**qwen, "rope_theta": 10.0})["rope_theta"] == qwen["rope_parameters"]["rope_theta"]
+    assert hf.gpt_config({**qwen, "hidden_act": "swish"})   # transformers' "swish" is nn.SiLU
+    # Qwen2 slides only from layer max_window_layers on (transformers' layer_types): 2 layers, none from layer 2
+    slides = {**qwen, "use_sliding_window": True, "sliding_window": 8, "layer_types": None}
+    assert hf.gpt_config({**slides, "max_window_layers": 2}, seq=64)["seq"] == 64
+    with pytest.raises(hf.HFError, match="sliding_window is 8"):
+        hf.gpt_config({**slides, "max_window_layers": 1}, seq=64)
+    no_window = {k: v for k, v in config.items() if k != "sliding_window"}   # MistralConfig's default: 4096
+    with pytest.raises(hf.HFError, match="sliding_window is 4096"):
+        hf.gpt_config(no_window, seq=8192)
+
+
+def test_single_file_before_index(hf, tmp_path):
+    """Like transformers, model.safetensors is read when an index lies beside it (a folder with both)."""
+    folder = _copy(tmp_path, "llama_gqa")
+    cfg, weights = hf.load(folder)
+    hf.write_safetensors(folder / "model.safetensors", {theirs: 2 * weights[mine]
+                                                        for mine, (theirs, _) in hf.hf_names(cfg).items()})
+    assert np.array_equal(hf.load(folder)[1]["embed"], 2 * weights["embed"])
 
 
 @pytest.mark.parametrize("shard_bytes", [2**30, 100_000])
@@ -292,3 +363,11 @@ def test_save_refuses_then_overwrites_atomically(hf, tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     (tmp_path / "empty").mkdir()
     hf.save(tmp_path / "empty", cfg, weights)   # an empty folder is no one's work
+    (tmp_path / "a file").write_text("mine")   # a file is never replaced, even when told to overwrite
+    for target in (tmp_path / "a file", tmp_path / "a file" / "model"):
+        with pytest.raises(hf.HFError, match="file, not a folder"):
+            hf.save(target, cfg, weights, overwrite=True)
+    assert (tmp_path / "a file").read_text() == "mine"
+    with pytest.raises(hf.HFError, match="norm.weight has NaN"):
+        hf.save(tmp_path / "nan", cfg, {**weights, "norm.weight": weights["norm.weight"] * np.nan})
+    assert not (tmp_path / "nan").exists()
