@@ -214,6 +214,9 @@ BAD = {
     "qwen2 sliding window": ("qwen2_tied", _edit_config(lambda c: {
         **c, "use_sliding_window": True, "sliding_window": 8, "layer_types": ["sliding_attention"] * 2}),
         ["config.json", "sliding_window"]),
+    "qwen2 sliding layers without use_sliding_window": ("qwen2_tied", _edit_config(lambda c: {
+        **c, "use_sliding_window": False, "sliding_window": 8, "layer_types": ["sliding_attention"] * 2}),
+        ["config.json", "layer_types", "use_sliding_window"]),
     "attention bias": ("llama_gqa", _edit_config(lambda c: {**c, "attention_bias": True}), ["attention_bias"]),
     "activation": ("llama_gqa", _edit_config(lambda c: {**c, "hidden_act": "gelu"}), ["hidden_act", "gelu"]),
     "missing field": ("llama_gqa", _edit_config(lambda c: {k: v for k, v in c.items() if k != "hidden_size"}),
@@ -278,6 +281,8 @@ def test_accepted_configs(hf):
     assert hf.gpt_config({**config, "sliding_window": 16}, seq=16)["seq"] == 16
     qwen = json.loads((FIXTURES / "qwen2_tied" / "config.json").read_text())
     assert hf.gpt_config({**qwen, "sliding_window": 8, "use_sliding_window": False})   # Qwen2.5's published form
+    # Qwen2.5-1.5B's form: max_window_layers (21) below the layers (28), still no window without use_sliding_window
+    assert hf.gpt_config({**qwen, "sliding_window": 8, "use_sliding_window": False, "max_window_layers": 1}, seq=64)
     top = {k: v for k, v in qwen.items() if k != "rope_parameters"}   # most published configs: rope_theta on top
     assert hf.gpt_config({**top, "rope_theta": 1e6, "rope_scaling": None})["rope_theta"] == 1e6
     assert hf.gpt_config({**top, "max_position_embeddings": 32768})["seq"] == hf.DEFAULT_SEQ
