@@ -21,11 +21,11 @@ COMMUNICATION = ("AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Send",
                  "HcomSend", "HcomReceive")
 
 
-def profile_folder(rank_dir: str | Path) -> Path:
-    """The one <host>_..._ascend_ms folder the profiler wrote under rank_dir/profile."""
-    found = sorted(Path(rank_dir, "profile").glob("*_ascend_ms"))
+def profile_folder(rank_dir: str | Path, name: str = "profile") -> Path:
+    """The one <host>_..._ascend_ms folder the profiler wrote under rank_dir/<name>."""
+    found = sorted(Path(rank_dir, name).glob("*_ascend_ms"))
     if not found:
-        raise FileNotFoundError(f"no profiler output under {Path(rank_dir, 'profile')}")
+        raise FileNotFoundError(f"no profiler output under {Path(rank_dir, name)}")
     return found[-1]
 
 
@@ -38,9 +38,10 @@ def is_communication(kind: str) -> bool:
     return any(kind.startswith(c) or c in kind for c in COMMUNICATION)
 
 
-def trace_events(rank_dir: str | Path) -> list[dict]:
-    """The complete events ('X') of a rank's trace_view.json: name, type, start and duration in seconds."""
-    path = profile_folder(rank_dir) / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+def trace_events(rank_dir: str | Path, name: str = "profile") -> list[dict]:
+    """The complete events ('X') of a rank's trace_view.json (under rank_dir/<name>): name, type, start and
+    duration in seconds."""
+    path = profile_folder(rank_dir, name) / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
     data = json.loads(path.read_text())
     events = data["traceEvents"] if isinstance(data, dict) else data
     out = [{"name": e["name"], "type": op_type(e["name"]), "start": float(e["ts"]) / 1e6,
@@ -77,6 +78,23 @@ def time_split(events: list[dict]) -> dict:
     busy = _union([(e["start"], e["start"] + e["seconds"]) for e in events])
     communication = _union(comm)
     return {"span": span, "compute": busy - communication, "communication": communication, "idle": span - busy}
+
+
+def operators(events: list[dict]) -> list[dict]:
+    """The events that are operators: without the "Default" scope, one event that spans the whole of a PyNative
+    gradient computation (forward and backward) and would hide every gap inside it."""
+    return [e for e in events if e["name"] != "Default"]
+
+
+def waits(events: list[dict], longer: float = 2e-3) -> float:
+    """Seconds of the gaps between operators longer than `longer`: on CPU a blocking recv is not an operator of the
+    trace, so waiting for a message shows as such a gap (so does a rank the OS takes off its core)."""
+    total, end = 0.0, None
+    for e in sorted(operators(events), key=lambda e: e["start"]):
+        if end is not None and e["start"] - end > longer:
+            total += e["start"] - end
+        end = e["start"] + e["seconds"] if end is None else max(end, e["start"] + e["seconds"])
+    return total
 
 
 def fit_latency_bandwidth(nbytes, seconds) -> dict:

@@ -579,13 +579,30 @@ def exchanges_of_15(source: str, script: str) -> Replay:
         yield f"P = {size}", wires
 
 
+def exchanges_and_pipeline_of_15(source: str, script: str) -> Replay:
+    """Notebook 15's two point-to-point parts: exchanges_of_15, then its pipeline step, pipeline(ids, targets) with
+    its send, recv and isend (1F1B over two stages, each pair of ranks r, r XOR 1 a pipeline), on every rank of P = 2,
+    4, 6, 8 (the script runs it only at an even rank count), M = 1..16 micro-batches."""
+    yield from exchanges_of_15(source, script)
+    code = definitions(source, script, Tensor=tensor)
+    for size in (2, 4, 6, 8):
+        for micro in range(1, 17):
+            wires = [Wire(script) for _ in range(size)]
+            for rank, wire in enumerate(wires):
+                code.update(rank=rank, dist=wire, STAGE=rank % 2, PEER=rank ^ 1, M=micro, P2P={"seconds": 0.0},
+                            cfg={"seq": 1, "dim": 1}, stage_forward=lambda x: x,
+                            pp_grad=lambda x, dy, first=rank % 2 == 0: (tensor(0.0), [] if first else (x, [])))
+                code["pipeline"](np.zeros((micro, 1, 1), np.float32), np.zeros((micro, 1, 1), np.float32))
+            yield f"pipeline, P = {size}, M = {micro}", wires
+
+
 REPLAYS = {
     ("08_dynamic_graph_path.ipynb", "scripts/pynative_collectives.py"): ring_of_08,
     ("10_pipeline_parallelism.ipynb", "scripts/pipeline_by_hand.py"): pipeline_of_10,
     ("12_3d_parallelism.ipynb", "scripts/train_3d.py"): pipeline_of_12,
     ("13_mixture_of_experts.ipynb", "scripts/moe.py"): all_to_all_of_13,
     ("14_long_sequences.ipynb", "scripts/context.py"): ring_of_14,
-    ("15_speed.ipynb", "scripts/speed.py"): exchanges_of_15,
+    ("15_speed.ipynb", "scripts/speed.py"): exchanges_and_pipeline_of_15,
     ("16_your_model.ipynb", "scripts/train_hf.py"): pipeline_of_16,
 }
 
@@ -666,6 +683,22 @@ def test_the_order_guard_reports_a_ring_where_every_rank_sends_first():
         "other sends (e.g. even ranks send first, odd ranks receive first; the lower rank of a pair sends first); "
         "check it with helpers.rendezvous.")
     assert replay_problems(key, SCRIPTS[key], ring_of_14) == []
+
+
+def test_the_order_guard_reports_a_pipeline_that_sends_before_it_receives():
+    key = ("15_speed.ipynb", "scripts/speed.py")
+    receive = "            p2p(dist.recv, buffer, PEER)     # micro-batch m's gradient\n"
+    send = ("            if following is not None:\n"
+            "                pending.append(p2p(dist.isend, following, PEER))\n")
+    assert SCRIPTS[key].count(receive + send) == 1, "the pipeline's order is written another way now: update this"
+    broken = SCRIPTS[key].replace(receive + send, send + receive)
+    problems = replay_problems(key, broken, exchanges_and_pipeline_of_15)
+    # Both sends go through p2p(), the script's timer: the replay names its line, where dist.isend is called.
+    line = next(i for i, text in enumerate(broken.splitlines(), 1) if "out = fn(*fn_args)" in text)
+    assert problems and problems[0].startswith(
+        f"15_speed.ipynb, scripts/speed.py, pipeline, P = 2, M = 2: the order does not complete if every send waits "
+        f"for its receive (HCCL may): rank 0 at line {line} (send to rank 1); rank 1 at line {line} (send to rank 0).")
+    assert replay_problems(key, SCRIPTS[key], exchanges_and_pipeline_of_15) == []
 
 
 def test_the_order_guard_reports_a_script_whose_order_nobody_checks():

@@ -5,7 +5,16 @@ import json
 import numpy as np
 import pytest
 
-from helpers.speed import fit_latency_bandwidth, is_communication, op_type, op_types, time_split, trace_events
+from helpers.speed import (
+    fit_latency_bandwidth,
+    is_communication,
+    op_type,
+    op_types,
+    operators,
+    time_split,
+    trace_events,
+    waits,
+)
 
 
 def fake_profile(tmp_path, rank=0):
@@ -51,6 +60,23 @@ def test_time_split_counts_overlaps_once(tmp_path):
     assert split["compute"] == pytest.approx(5e-4)
     assert split["idle"] == pytest.approx(3e-4)
     assert time_split([]) == {"span": 0.0, "compute": 0.0, "communication": 0.0, "idle": 0.0}
+
+
+def test_a_second_profile_folder_is_read(tmp_path):
+    rank_dir = fake_profile(tmp_path)
+    (rank_dir / "profile").rename(rank_dir / "profile_pp")
+    assert [e["type"] for e in trace_events(rank_dir, "profile_pp")][0] == "MatMul"
+    with pytest.raises(FileNotFoundError):
+        trace_events(rank_dir)
+
+
+def test_waits_are_the_long_gaps_between_operators(tmp_path):
+    events = trace_events(fake_profile(tmp_path))   # one gap between operators: 1500..1800 us
+    assert waits(events, longer=2e-4) == pytest.approx(3e-4) and waits(events, longer=4e-4) == 0.0
+    scope = {"name": "Default", "type": "Default", "start": 0.0, "seconds": 1.0}   # PyNative's scope over a step
+    assert operators([scope, *events]) == events
+    assert waits([scope, *events], longer=2e-4) == pytest.approx(3e-4), "the scope hides no gap"
+    assert waits([]) == 0.0
 
 
 def test_fit_recovers_alpha_and_beta():
