@@ -85,6 +85,10 @@ def test_the_notebooks_show_their_scripts():
         "every script is written into notebooks/scripts/ (ignored by git)"
 
 
+def test_every_short_run_names_a_launched_script():
+    assert set(SHORT_RUN) <= {Path(name).name for _, name in LAUNCHED}, "a renamed script would run in full"
+
+
 @pytest.mark.parametrize("key", sorted(SCRIPTS), ids=lambda k: f"{k[0][:2]}-{Path(k[1]).name}")
 def test_scripts_import_only_mindspore_numpy_and_the_standard_library(key):
     outside = imported_modules(SCRIPTS[key]) - ALLOWED_TOP_LEVEL - siblings(key[0])
