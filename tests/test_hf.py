@@ -119,13 +119,17 @@ def _copy(tmp_path, name):
     return target
 
 
-def _edit_config(change):
+def _edit_json(filename, change):   # a JSON file of the folder rewritten
     def make(tmp_path, name):
         folder = _copy(tmp_path, name)
-        path = folder / "config.json"
+        path = folder / filename
         path.write_text(json.dumps(change(json.loads(path.read_text()))))
         return folder
     return make
+
+
+def _edit_config(change):
+    return _edit_json("config.json", change)
 
 
 def _edit_weights(change):
@@ -135,17 +139,6 @@ def _edit_weights(change):
         hf.write_safetensors(path, change(hf.read_safetensors(path)))
         return folder
     return make
-
-
-def _bad_dtype(tmp_path, name):
-    folder = _copy(tmp_path, name)
-    path = folder / "model.safetensors"
-    raw = path.read_bytes()
-    length = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8:8 + length])
-    header["model.norm.weight"]["dtype"] = "I32"
-    path.write_bytes(raw[:8] + json.dumps(header, separators=(",", ":")).encode().ljust(length) + raw[8 + length:])
-    return folder
 
 
 def _truncated(tmp_path, name):
@@ -188,12 +181,7 @@ def _nan(tensors):
 
 
 def _edit_index(change):
-    def make(tmp_path, name):
-        folder = _copy(tmp_path, name)
-        path = folder / "model.safetensors.index.json"
-        path.write_text(json.dumps(change(json.loads(path.read_text()))))
-        return folder
-    return make
+    return _edit_json("model.safetensors.index.json", change)
 
 
 O_BIAS = "model.layers.0.self_attn.o_proj.bias"
@@ -230,7 +218,8 @@ BAD = {
                      ["model.safetensors", O_BIAS]),
     "shape": ("qwen2_tied", _edit_config(lambda c: {**c, "intermediate_size": 96}),
               ["model.safetensors", "model.layers.0.mlp.gate_proj.weight", "(128, 64)", "(96, 64)"]),
-    "dtype": ("qwen2_tied", _bad_dtype, ["model.safetensors", "model.norm.weight", "I32"]),
+    "dtype": ("qwen2_tied", _edit_header(lambda entry: {**entry, "dtype": "I32"}),
+              ["model.safetensors", "model.norm.weight", "I32"]),
     "truncated": ("qwen2_tied", _truncated, ["model.safetensors", "truncated"]),
     "config a list": ("qwen2_tied", _edit_config(lambda c: [c]), ["config.json", "list", "not an object"]),
     "no heads": ("llama_gqa", _edit_config(lambda c: {**c, "num_attention_heads": 0}),
