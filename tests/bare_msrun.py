@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 from helpers.joblog import rank_logs
 from helpers.launcher import RUNS_DIR_ENV, launch
@@ -43,16 +44,9 @@ def launch_script(notebook, script, args, ranks, folder, timeout=60):
     its scheduler, which waits out MindSpore's node timeout for them (scheduler.log: "The node: 0 is timed out")."""
     folder = Path(folder)
     write_scripts(notebook, folder)
-    before = os.environ.get(RUNS_DIR_ENV)
-    os.environ[RUNS_DIR_ENV] = str(folder / "runs")
-    try:
+    with mock.patch.dict(os.environ, {RUNS_DIR_ENV: str(folder / "runs")}):   # restored afterwards
         return launch(folder / script, *map(str, args), workers=ranks, name=Path(script).stem, timeout=timeout,
                       quiet=True)
-    finally:
-        if before is None:
-            os.environ.pop(RUNS_DIR_ENV)
-        else:
-            os.environ[RUNS_DIR_ENV] = before
 
 
 def assert_stopped_with(result, reason):
