@@ -4,7 +4,6 @@ under 30 s on the 2-core machine). A Llama-shaped model of random float32 weight
     .venv/bin/python benchmarks/hf_io.py [--gib 1.0] [--dir /tmp/hf_io]
 """
 import argparse
-import importlib.util
 import shutil
 import sys
 import time
@@ -14,7 +13,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from helpers.scripts import notebook_scripts  # noqa: E402
+from helpers.scripts import import_cells, notebook_scripts  # noqa: E402
 
 
 def main():
@@ -25,10 +24,7 @@ def main():
     work = Path(args.dir)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    (work / "hf.py").write_text(notebook_scripts(ROOT / "notebooks" / "16_your_model.ipynb")["scripts/hf.py"])
-    spec = importlib.util.spec_from_file_location("hf", work / "hf.py")
-    hf = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hf)
+    hf = import_cells(work / "hf.py", notebook_scripts(ROOT / "notebooks" / "16_your_model.ipynb")["scripts/hf.py"])
 
     dim, ffn, vocab = 2048, 5632, 32000
     per_layer = 4 * dim * dim + 3 * dim * ffn + 2 * dim

@@ -6,7 +6,6 @@ the CPU, with no msrun and no torch: tests/data/hf/make_reference.py made the fi
 """
 
 import hashlib
-import importlib.util
 import json
 import shutil
 import sys
@@ -15,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers.scripts import notebook_scripts, write_script
+from helpers.scripts import import_cells, notebook_scripts
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "data" / "hf"
@@ -24,22 +23,13 @@ NAMES = ("llama_gqa", "qwen2_tied", "mistral_bf16", "llama3_scaled")
 TOLERANCE = 1e-5   # of the largest |logit|: float32, summed in another order than torch's
 
 
-def _import(path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory):
     """(hf, gpt): hf.py from its cells, gpt.py from notebook 11, imported from a folder of their own."""
     folder = tmp_path_factory.mktemp("scripts")
-    (folder / "hf.py").write_text(notebook_scripts(HF_SOURCE)["scripts/hf.py"])
-    write_script("11_gpt_tensor_parallel.ipynb", "scripts/gpt.py", folder)
     saved = {name: sys.modules.get(name) for name in ("hf", "gpt")}
-    yield _import(folder / "hf.py"), _import(folder / "gpt.py")
+    yield (import_cells(folder / "hf.py", notebook_scripts(HF_SOURCE)["scripts/hf.py"]),
+           import_cells(folder / "gpt.py", notebook_scripts("11_gpt_tensor_parallel.ipynb")["scripts/gpt.py"]))
     for name, module in saved.items():
         if module is None:
             sys.modules.pop(name, None)

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bare_msrun import write_scripts
 
 from helpers.ports import free_port
 from helpers.scripts import all_scripts, borrowed_scripts, notebook_scripts
@@ -99,9 +100,7 @@ def test_scripts_import_only_mindspore_numpy_and_the_standard_library(key):
 @pytest.mark.launch
 @pytest.mark.parametrize("key", LAUNCHED, ids=lambda k: f"{k[0][:2]}-{Path(k[1]).name}")
 def test_script_runs_under_bare_msrun(key, tmp_path):
-    beside = {name: source for (notebook, name), source in SCRIPTS.items() if notebook == key[0]}
-    for name, source in {**borrowed_scripts(key[0]), **beside}.items():   # the files the script may import
-        (tmp_path / Path(name).name).write_text(source, encoding="utf-8")
+    write_scripts(key[0], tmp_path)   # the script and the files it may import
     script = tmp_path / Path(key[1]).name
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TUTORIAL_", "MS_", "RANK_"))}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # msrun starts `python`
