@@ -249,7 +249,9 @@ stop_job() {  # TERM, a short grace, then KILL whatever of the job is left
 }
 PID_MAP="$LOG_DIR/ranks.pid"   # "pid rank" per worker, so a killed worker can be named
 note_worker_pids() {  # msrun starts the workers: find them by the job id, read their RANK_ID
-    [[ -f "$PID_MAP" && $(wc -l < "$PID_MAP") -ge $LOCAL_WORKERS ]] && return 0
+    # Done once every rank is named. Count ranks, not lines: msrun's `tail -f worker_0.log` (--tail_worker_log)
+    # runs with rank 0's environment, so it is noted as rank 0 too, and could fill the count before rank 1 starts.
+    [[ -f "$PID_MAP" && $(cut -d' ' -f2 "$PID_MAP" | sort -u | wc -l) -ge $LOCAL_WORKERS ]] && return 0
     local pid env rank
     for pid in $(job_pids); do
         grep -q "^$pid " "$PID_MAP" 2>/dev/null && continue

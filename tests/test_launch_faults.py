@@ -71,6 +71,24 @@ def test_worker_killed_by_a_signal_under_msrun():
     assert_failed_fast(result, 1, "exited with code -9 (killed by signal 9)")  # Python's -9, msrun's report
 
 
+def test_msrun_workers_are_named_once_every_rank_is_seen(tmp_path):
+    """launch.sh names msrun's workers from their environment, to report a killed one by rank. msrun's
+    `tail -f worker_0.log` carries rank 0's environment: seen before rank 1 started, it must not end the search
+    (it did, and the killed rank 1 went unnamed, on a loaded machine)."""
+    worker = subprocess.Popen(["sleep", "30"], env={**os.environ, "MS_ROLE": "MS_WORKER", "RANK_ID": "1"})
+    pid_map = tmp_path / "ranks.pid"
+    pid_map.write_text("101 0\n102 0\n")   # rank 0's worker and msrun's tail of its log
+    function = subprocess.run(["sed", "-n", "/^note_worker_pids()/,/^}/p", str(LAUNCH_SH)], capture_output=True,
+                              text=True, check=True).stdout
+    try:
+        subprocess.run(["bash", "-c", f"job_pids() {{ echo {worker.pid}; }}\n{function}\nnote_worker_pids"],
+                       env={**os.environ, "PID_MAP": str(pid_map), "LOCAL_WORKERS": "2"}, check=True, timeout=30)
+    finally:
+        worker.kill()
+        worker.wait()
+    assert pid_map.read_text().splitlines()[-1] == f"{worker.pid} 1", "rank 1's worker is named"
+
+
 def test_hung_worker_is_stopped():
     result = launch(*SMALL, "--fault", "hang", "--fault-rank", "0", "--fault-step", "2", workers=2,
                     hang_timeout=15, name="fault-hang", quiet=True)
