@@ -145,7 +145,7 @@ CUE = re.compile(r"\b(?:below|here|drawn|draws?|plots?|figure|picture|timeline|c
 def figure_description(nb, index: int) -> str:
     """The alt text of the figures cell `index` of `nb` draws, in the notebook's own language: the section it sits
     in, and the sentence that introduces it. That is the last sentence of the closest prose paragraph above the cell
-    that points at what follows (below, here, drawn, 下面, 下图 ...), else its last sentence. A Chinese notebook's
+    that points at what follows (below, here, drawn, 下面, 下图 ...), else its first sentence. A Chinese notebook's
     markdown is Chinese, so its figures are described in Chinese."""
     from helpers.reference import heading_lines, source
 
@@ -160,10 +160,11 @@ def figure_description(nb, index: int) -> str:
             if prose:
                 sentences = [s.strip() for s in re.split(r"(?<=[.!?;])\s+(?=[A-Z0-9`*(\[“])|(?<=[。！？；])",
                                                          _plain(prose[-1])) if s.strip()]
-                pick = max((i for i, s in enumerate(sentences) if CUE.search(s)), default=len(sentences) - 1)
+                pick = max((i for i, s in enumerate(sentences) if CUE.search(s)), default=0)
                 sentence, chinese = sentences[pick], re.search(r"[\u4e00-\u9fff]", sentences[pick])
-                if pick and len(sentence) < (12 if chinese else 30):   # "Launch it on every rank:" says too little
-                    sentence = sentences[pick - 1] + ("" if chinese else " ") + sentence
+                if len(sentence) < (12 if chinese else 30) and len(sentences) > 1:   # "Launch it." says too little
+                    pair = sentences[pick - 1:pick + 1] if pick else sentences[:2]
+                    sentence = ("" if chinese else " ").join(pair)
                 sentence = sentence.rstrip(":：")
         found = [line for level, line in heading_lines(text) if level >= 2] or \
             [line for level, line in heading_lines(text) if level == 1]
