@@ -112,18 +112,25 @@ def _whole(flag: str, value) -> int:
 
 
 def _assumptions(hw: Machine) -> str:
-    """One sentence naming the constants a time rests on, and which of them nothing measured or documented gives."""
-    said = [f"peak {hw.peak_flops / 1e12:.0f} TFLOP/s", f"efficiency {hw.efficiency:g}",
+    """One sentence naming the constants a time rests on, each with the kind of source it has (--constants: the
+    sources themselves), and the flags that replace the ones nothing measured or documented gives."""
+    def kind(name: str) -> str:
+        source = hw.source(name)
+        if source.startswith("fitted"):
+            return "fitted on MindSpore Transformers' Llama-2-7B row"
+        return source.split(":")[0]
+
+    said = [f"peak {hw.peak_flops / 1e12:.0f} TFLOP/s ({kind('peak_flops')})",
+            f"efficiency {hw.efficiency:g} ({kind('efficiency')})",
             f"links {hw.intra_bandwidth / 1e9:g} GB/s inside an HCCS domain of {hw.group_cards}, "
-            f"{hw.inter_bandwidth / 1e9:g} GB/s between nodes of {hw.node_cards}"]
+            f"{hw.inter_bandwidth / 1e9:g} GB/s between nodes of {hw.node_cards} ({kind('intra_bandwidth')})"]
     if hw.group_cards != hw.node_cards:
-        said[-1] += f", {hw.pcie_bandwidth / 1e9:g} GB/s between a node's HCCS domains"
-    if hw.card:
-        said.insert(0, f"{hw.card}: efficiency {hw.source('efficiency').split(':')[0]}")
+        said.insert(-1, f"{hw.pcie_bandwidth / 1e9:g} GB/s between a node's HCCS rings ({kind('pcie_bandwidth')})")
     assumed = [flag for name, flag in MACHINE_FLAGS.items() if name in hw.assumed
                and not (name.startswith("pcie") and hw.group_cards == hw.node_cards)]
-    return "; ".join(said) + (f" (assumed, not measured: set {', '.join(assumed)}; --constants: the sources)"
-                              if assumed else "")
+    card = f"{hw.card}: " if hw.card else ""
+    return card + "; ".join(said) + (f" (not measured: set {', '.join(assumed)}; --constants: the sources)"
+                                     if assumed else "")
 
 
 def _time_line(time: dict) -> str:

@@ -157,12 +157,12 @@ def machine(card: str | None = None, **given) -> Machine:
     base = CARD_MACHINES.get(card, Machine())
     if "node_cards" in given:
         given["node_cards"] = int(given["node_cards"])
-        if base.hccs_cards and given["node_cards"] % base.hccs_cards:
-            raise PlanError(f"--node-cards: a {card} node is made of HCCS rings of {base.hccs_cards} cards, so "
+        if base.group_cards < base.node_cards and given["node_cards"] % base.group_cards:
+            raise PlanError(f"--node-cards: a {card} node is made of HCCS rings of {base.group_cards} cards, so "
                             f"{given['node_cards']} cards a node cannot be modelled; give a multiple of "
-                            f"{base.hccs_cards}")
-        if base.hccs_cards == base.node_cards:
-            given["hccs_cards"] = given["node_cards"]
+                            f"{base.group_cards}")
+        if base.group_cards == base.node_cards:
+            given["hccs_cards"] = None       # one HCCS domain: the whole node, whatever its size
     sources = {**base.sources, **{name: "given" for name in given if name in MACHINE_FLAGS}}
     return replace(base, **given, sources=sources,
                    assumed=tuple(name for name in base.assumed if name not in given))

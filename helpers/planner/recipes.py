@@ -32,6 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from helpers.hf_config import ModelShape
+from helpers.planner.flops import step_flops
 from helpers.planner.machine import Machine, machine
 from helpers.planner.memory import plan
 from helpers.planner.search import distinct_layouts, layout_rank, search
@@ -155,6 +156,14 @@ def implied_mfu(row: dict, hw: Machine | None = None) -> float:
     return row["published"]["tokens_per_second_per_card"] * time["flops"] / time["tokens"] / hw.peak_flops
 
 
+def attention_share(row: dict) -> float:
+    """The share of a recipe's model FLOPs spent on the attention scores (helpers.planner.flops: 4·s·q per token and
+    layer, forward), the rest being the projections, the MLP and the output layer."""
+    shape = shape_of(row)
+    flops = step_flops(shape, seq=row["yaml"]["model_config"]["seq_length"])
+    return shape.layers * flops["attention"] / (shape.layers * flops["layer"] + flops["output"])
+
+
 def rank_in_search(row: dict, hw: Machine | None = None) -> dict:
     """Where the published layout falls among the distinct layouts the planner's search finds for the recipe's
     cards, sequence length and global batch: {"rank" (None: it does not fit), "of", "first"}."""
@@ -204,11 +213,32 @@ def markdown(rows: list[dict], hw: Machine | None = None) -> str:
     for r in rows:
         mark = " (calibration)" if r["calibration"] else ""
         rank = f"{r['rank']} of {r['of']}" if r.get("rank") else "does not fit"
+        error = round(r["error"], 2) + 0           # + 0: the calibration row prints +0%, not -0%
         lines.append(f"| {r['model']}{mark} | {r['cards']} | {r['layout']} | {r['seq']} | {r['global_batch']} | "
-                     f"{r['recompute']} | {r['published']:.0f} | {r['predicted']:.0f} | {r['error']:+.0%} | "
+                     f"{r['recompute']} | {r['published']:.0f} | {r['predicted']:.0f} | {error:+.0%} | "
                      f"{rank} | {r.get('first') or '-'} |")
     lines.append("")
     lines.append(f"Published: {page['url']} ({page['column']}); YAMLs: mindspore-lab/mindformers at "
                  f"{load()['mindformers']['commit']} (tag {load()['mindformers']['tag']}). One efficiency, "
                  f"{hw.efficiency:.4g} of {hw.peak_flops / 1e12:.0f} TFLOP/s, fitted on {CALIBRATION}.")
     return "\n".join(lines)
+
+
+BEGIN, END = "<!-- planner-recipes:begin -->", "<!-- planner-recipes:end -->"
+
+
+def write(path: Path) -> None:
+    """Put markdown(table()) between the BEGIN and END markers of `path` (benchmarks/RESULTS.md, section 15)."""
+    text = path.read_text(encoding="utf-8")
+    head, rest = text.split(BEGIN)
+    _, tail = rest.split(END)
+    path.write_text(f"{head}{BEGIN}\n{markdown(table())}\n{END}{tail}", encoding="utf-8")
+
+
+if __name__ == "__main__":      # python -m helpers.planner.recipes [--write benchmarks/RESULTS.md]
+    import sys
+
+    if sys.argv[1:2] == ["--write"]:
+        write(Path(sys.argv[2]))
+    else:
+        print(markdown(table()))
