@@ -136,8 +136,9 @@ def _assumptions(hw: Machine) -> str:
 def _time_line(time: dict) -> str:
     parts = ", ".join(f"{name} {value:.3g}" for name, value in time["seconds"].items() if value)
     idle = f", pipeline idle {time['bubble']:.0%}" if time["bubble"] else ""
+    cards = round(time["tokens"] / time["step_seconds"] / time["tokens_per_second_per_card"])
     return (f"{time['step_seconds']:.3g} s per step ({parts}{idle}), {time['tokens_per_second_per_card']:.0f} "
-            f"tokens/s per card, {time['days_per_trillion_tokens']:.3g} days per 10^12 tokens")
+            f"tokens/s per card, {time['days_per_trillion_tokens']:.3g} days per 10^12 tokens on {cards} cards")
 
 
 def _print_constants(hw: Machine) -> None:
@@ -151,10 +152,16 @@ def _print_constants(hw: Machine) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(_negative_values_joined(sys.argv[1:] if argv is None else argv))
     whole = {k: (int(v) if isinstance(v, float) and v > 0 and v.is_integer() else v) for k, v in vars(args).items()}
+    def given_machine() -> Machine:
+        return machine(args.card if args.card in CARD_MACHINES else None, peak_flops=args.peak_flops,
+                       efficiency=args.efficiency, node_cards=args.node_cards, intra_bandwidth=args.intra_bw,
+                       intra_latency=args.intra_latency, pcie_bandwidth=args.pcie_bw, pcie_latency=args.pcie_latency,
+                       inter_bandwidth=args.inter_bw, inter_latency=args.inter_latency)
+
     if args.constants:
         try:
             card_bytes(args.card) if args.card else None
-            _print_constants(machine(args.card if args.card in CARD_MACHINES else None))
+            _print_constants(given_machine())
         except PlanError as exc:
             print(f"helpers.memory: {exc}", file=sys.stderr)
             return 2
@@ -175,10 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             raise PlanError("--search: give --cards N and --card 910B|910A|BYTES with it")
         if args.card:
             card_bytes(args.card)
-        hw = machine(args.card if args.card in CARD_MACHINES else None, peak_flops=args.peak_flops,
-                     efficiency=args.efficiency, node_cards=args.node_cards, intra_bandwidth=args.intra_bw,
-                     intra_latency=args.intra_latency, pcie_bandwidth=args.pcie_bw, pcie_latency=args.pcie_latency,
-                     inter_bandwidth=args.inter_bw, inter_latency=args.inter_latency)
+        hw = given_machine()
         accumulate = whole["accumulate"] if args.accumulate is not None else 1
         if args.global_batch is not None and not args.search:
             if args.accumulate is not None:
@@ -266,8 +270,8 @@ def main(argv: list[str] | None = None) -> int:
             idle = f", pipeline idle {f['bubble']:.0%}" if f["pp"] > 1 else ""
             print(f"  dp {f['dp']} x tp {f['tp']} x pp {f['pp']}{ep}, ZeRO {f['zero']}{extra}, M {f['micro_batches']}: "
                   f"{f['step_seconds']:.3g} s per step{idle}, {f['tokens_per_second_per_card']:.0f} tokens/s per "
-                  f"card, {f['days_per_trillion_tokens']:.3g} days per 10^12 tokens, {f['total'] / GB:.1f} GB per "
-                  f"card, {f['sent'] / GB:.2f} GB sent per step")
+                  f"card, {f['days_per_trillion_tokens']:.3g} days per 10^12 tokens on {whole['cards']} cards, "
+                  f"{f['total'] / GB:.1f} GB per card, {f['sent'] / GB:.2f} GB sent per step")
     return 0
 
 

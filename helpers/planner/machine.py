@@ -92,7 +92,10 @@ class Machine:
         return self.hccs_cards or self.node_cards
 
     def source(self, name: str) -> str:
-        return self.sources.get(name, GENERIC_SOURCE if name in self.assumed else "given")
+        """Where constant `name` comes from: the card's source, "given" (a flag set it), or an example's note."""
+        if name in self.sources:
+            return self.sources[name]
+        return GENERIC_SOURCE if self.card is None or name in self.assumed else "given"
 
 
 MACHINE_FLAGS = {"peak_flops": "--peak-flops", "efficiency": "--efficiency", "node_cards": "--node-cards",
