@@ -88,7 +88,6 @@ BLOCKS = ("transformer", "llama", "mlp")
 RECOMPUTE = ("none", "selective", "full")
 SCHEDULES = ("1f1b", "gpipe")
 COMPONENTS = ("params", "grads", "optimizer", "activations")
-__all__ = ["GB", "CARDS", "USABLE", "PlanError", "card_bytes"]   # re-exported for helpers.memory's readers
 
 def element_bytes(precision: str) -> int:
     """Bytes of one weight, gradient or activation: 2 in fp16/bf16 mixed precision, 4 in float32."""
