@@ -86,15 +86,38 @@ def operators(events: list[dict]) -> list[dict]:
     return [e for e in events if e["name"] != "Default"]
 
 
-def waits(events: list[dict], longer: float = 2e-3) -> float:
-    """Seconds of the gaps between operators longer than `longer`: on CPU a blocking recv is not an operator of the
-    trace, so waiting for a message shows as such a gap (so does a rank the OS takes off its core)."""
-    total, end = 0.0, None
-    for e in sorted(operators(events), key=lambda e: e["start"]):
-        if end is not None and e["start"] - end > longer:
-            total += e["start"] - end
-        end = e["start"] + e["seconds"] if end is None else max(end, e["start"] + e["seconds"])
-    return total
+def busy_during(intervals: list[tuple[float, float]], events: list[dict]) -> float:
+    """Seconds of the (start, end) intervals, on the trace's clock, during which an operator of `events` ran: with
+    intervals a rank spent in send and recv, how much of its waiting the trace fills with operators."""
+    busy = [(e["start"], e["start"] + e["seconds"]) for e in operators(events)]
+    return sum(_union([(max(a, s), min(b, e)) for s, e in busy if s < b and e > a]) for a, b in intervals)
+
+
+def scheduler_tick() -> float | None:
+    """Seconds between two ticks of the Linux scheduler, 1 / CONFIG_HZ of the running kernel's build configuration
+    (/proc/config.gz or /boot/config-<release>); None where neither can be read."""
+    import gzip
+    import os
+
+    for path in (Path("/proc/config.gz"), Path(f"/boot/config-{os.uname().release}")):
+        try:
+            text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+        except OSError:
+            continue
+        found = re.search(r"^CONFIG_HZ=(\d+)$", text, re.MULTILINE)
+        if found:
+            return 1 / int(found.group(1))
+    return None
+
+
+def on_tick_grid(times: list[float], tick: float | None, within: float = 0.05) -> bool:
+    """True when most of a measurement's times are whole numbers of scheduler ticks (one or more, each within
+    `within` of a tick): calls that waited for the scheduler's tick, whatever their work."""
+    if not tick or not times:
+        return False
+    ticks = np.asarray(times, float) / tick
+    on = (ticks >= 1 - within) & (np.abs(ticks - np.round(ticks)) <= within)
+    return bool(on.sum() > len(ticks) / 2)
 
 
 def fit_latency_bandwidth(nbytes, seconds) -> dict:
@@ -129,17 +152,25 @@ def draw_timeline(traces: dict[int, list[dict]], title: str | None = None):
     return fig
 
 
-def draw_fits(measured: dict[str, tuple[list, list]], fits: dict[str, dict], title: str | None = None):
-    """Measured seconds against message bytes per collective (points) and each fit alpha + n / beta (lines)."""
+def draw_fits(measured: dict[str, tuple[list, list]], fits: dict[str, dict], title: str | None = None,
+              left_out: dict[str, list[bool]] | None = None):
+    """Measured seconds against message bytes per collective (points) and each fit alpha + n / beta (lines). Points
+    marked in `left_out` (on the scheduler's tick grid) are drawn hollow: they are not in the fit."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for i, (op, (nbytes, seconds)) in enumerate(measured.items()):
         colour = plt.get_cmap("tab10")(i)
-        ax.loglog(nbytes, np.asarray(seconds) * 1e3, "o", color=colour, label=op)
+        out = np.asarray((left_out or {}).get(op, [False] * len(nbytes)), bool)
+        n, ms = np.asarray(nbytes, float), np.asarray(seconds) * 1e3
+        ax.loglog(n[~out], ms[~out], "o", color=colour, label=op)
+        if out.any():
+            ax.loglog(n[out], ms[out], "o", mfc="none", color=colour)
         grid = np.geomspace(min(nbytes), max(nbytes), 50)
         f = fits[op]
         ax.loglog(grid, (f["alpha"] + grid / f["beta"]) * 1e3, "-", color=colour, alpha=0.6)
+    if left_out and any(any(v) for v in left_out.values()):
+        ax.plot([], [], "o", mfc="none", color="grey", label="on the scheduler's tick (left out)")
     ax.set_xlabel("message, bytes")
     ax.set_ylabel("ms")
     ax.set_title(title or "collectives: measured (points) and alpha + n / beta (lines)")
