@@ -8,6 +8,7 @@ import pytest
 from helpers.speed import (
     busy_during,
     fit_latency_bandwidth,
+    hccl_test_points,
     is_communication,
     on_tick_grid,
     op_type,
@@ -107,3 +108,61 @@ def test_fit_recovers_alpha_and_beta():
     noisy = fit_latency_bandwidth(n, (1e-3 + n / 2e8) * np.array([1.2, 0.9, 1.1, 1.0, 0.8, 1.1, 1.0]))
     assert 0.1 < noisy["error"] < 0.5
     assert fit_latency_bandwidth([1, 2, 3], [3.0, 2.0, 1.0])["beta"] == float("inf")   # a falling slope
+
+
+# The Ascend layout: MindSpore 2.10's own profiler writers run on CANN-shaped rows (tests/ascend_profile.py says
+# where each part's shape comes from). The card did MatMul 200..250 and 700..800 us and an all-reduce 400..700.
+def test_a_cards_trace_is_split_by_canns_overlap_row(tmp_path):
+    from ascend_profile import write_ascend_profile
+
+    events = trace_events(write_ascend_profile(tmp_path / "rank_0"))
+    rows = {e["process"] for e in events}
+    assert {"MindSpore", "CANN", "Ascend Hardware", "Communication", "Overlap Analysis"} <= rows, rows
+    assert [e["thread"] for e in operators(events)] == ["Computing", "Communication", "Computing"], \
+        "only the overlap row's compute and communication: not Free, not the host's or the streams' duplicates"
+    split = time_split(events)
+    assert split["span"] == pytest.approx(600e-6, abs=1e-6)
+    assert split["communication"] == pytest.approx(300e-6, abs=1e-6), "HCCL's all-reduce, counted once"
+    assert split["compute"] == pytest.approx(150e-6, abs=1e-6), "Free (250..400 us) is not compute"
+    assert split["idle"] == pytest.approx(150e-6, abs=1e-6)
+    assert is_communication("hcom_allReduce__428_0_1") and is_communication("DistCommIrecv")
+    assert not is_communication("Computing") and not is_communication("MatMulV3")
+
+
+def test_a_cards_time_per_operator_type(tmp_path):
+    from ascend_profile import write_ascend_profile
+
+    rank_dir = write_ascend_profile(tmp_path / "rank_0")          # profiler level 0: kernel_details.csv only
+    rows = {r["type"]: r for r in op_types(rank_dir)}
+    assert rows["MatMul"]["calls"] == 2 and rows["MatMul"]["ms"] == pytest.approx(0.15)
+    assert rows["hcom_allReduce_"]["communication"] and rows["hcom_allReduce_"]["ms"] == pytest.approx(0.3)
+    statistic = write_ascend_profile(tmp_path / "rank_1", statistic=True)   # op_statistic.csv is read first
+    assert [(r["type"], r["calls"], r["ms"]) for r in op_types(statistic)] == [("MatMul", 2, 0.15)]
+    (tmp_path / "rank_2" / "profile" / "x_ascend_ms").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match="op_statistic.csv nor kernel_details.csv"):
+        op_types(tmp_path / "rank_2")
+
+
+# hccl_test's table as its source prints it (hicann/oam-tools, src/hccl_test/common/src/hccl_opbase_rootinfo_base.cc:
+# printf("%-17llu | %-14.2f | %-20.5f | success\n", ...)) and as its documentation shows it (docs/zh/hccl_test/
+# execution.md: header avg_time, right-aligned numbers).
+HCCL_TEST_SOURCE = """the minbytes is 8192, maxbytes is 67108864, iters is 20, warmup_iters is 5
+data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:
+8192              | 764.55         | 0.01071              | success
+67108864          | 2630.20        | 25.51474             | success
+"""
+HCCL_TEST_DOCUMENTED = """the minbytes is 8192, maxbytes is 67108864, iters is 20, warmup_iters is 5
+data_size(Bytes): |   avg_time(us): | alg_bandwidth(GB/s): | check_result:
+8192              |     764.55    |       0.00998        | success
+16384             |     858.80    |       0.01777        | failed
+67108864          |    2630.20    |      23.76245        | success
+"""
+
+
+def test_hccl_test_table_is_read_in_both_forms():
+    for text in (HCCL_TEST_SOURCE, HCCL_TEST_DOCUMENTED):
+        nbytes, seconds = hccl_test_points(text)
+        assert nbytes == [8192, 67108864], "a failed check's row is left out"
+        assert seconds == pytest.approx([764.55e-6, 2630.20e-6])
+    with pytest.raises(ValueError, match="no hccl_test table"):
+        hccl_test_points("mpirun: command not found\n")
