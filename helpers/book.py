@@ -128,10 +128,78 @@ def exporter():
     return BookExporter(template_name="book", extra_template_basedirs=[str(TEMPLATES)])
 
 
+IMAGES = ("image/png", "image/jpeg")   # what nbconvert draws as <img> (helpers/templates/book: data_png, data_jpg)
+
+
+def _plain(markdown: str) -> str:
+    """A paragraph's text as a reader hears it: no markdown marks, links as their labels, code as its text."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", markdown)
+    text = re.sub(r"^\s*(?:>\s*)+|^\s*[-*+]\s+", "", text, flags=re.M)
+    text = re.sub(r"`+([^`]+)`+|\*\*([^*]+)\*\*|\*([^*\s][^*]*)\*", lambda m: next(g for g in m.groups() if g), text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+CUE = re.compile(r"\b(?:below|here|drawn|draws?|plots?|figure|picture|timeline|chart)\b|下面|下图|如下|画出|图示", re.I)
+
+
+def figure_description(nb, index: int) -> str:
+    """The alt text of the figures cell `index` of `nb` draws, in the notebook's own language: the section it sits
+    in, and the sentence that introduces it. That is the last sentence of the closest prose paragraph above the cell
+    that points at what follows (below, here, drawn, 下面, 下图 ...), else its first sentence. A Chinese notebook's
+    markdown is Chinese, so its figures are described in Chinese."""
+    from helpers.reference import heading_lines, source
+
+    section, sentence = "", ""
+    for cell in reversed(nb["cells"][:index]):
+        if cell["cell_type"] != "markdown":
+            continue
+        text = source(cell)
+        if not sentence:
+            prose = [p for p in re.split(r"\n\s*\n", text) if p.strip()
+                     and not p.lstrip().startswith(("#", "```", "|", "> |", "$$", "<"))]
+            if prose:
+                sentences = [s.strip() for s in re.split(r"(?<=[.!?;])\s+(?=[A-Z0-9`*(\[“])|(?<=[。！？；])",
+                                                         _plain(prose[-1])) if s.strip()]
+                pick = max((i for i, s in enumerate(sentences) if CUE.search(s)), default=0)
+                sentence, chinese = sentences[pick], re.search(r"[\u4e00-\u9fff]", sentences[pick])
+                if len(sentence) < (12 if chinese else 30) and len(sentences) > 1:   # "Launch it." says too little
+                    pair = sentences[pick - 1:pick + 1] if pick else sentences[:2]
+                    sentence = ("" if chinese else " ").join(pair)
+                sentence = sentence.rstrip(":：")
+        found = [line for level, line in heading_lines(text) if level >= 2] or \
+            [line for level, line in heading_lines(text) if level == 1]
+        if found:
+            section = _plain(found[-1])
+            break
+    text = f"{section} — {sentence}" if section and sentence else section or sentence
+    return text if len(text) <= 300 else text[:299].rsplit(" ", 1)[0] + "…"
+
+
+def describe_figures(nb) -> int:
+    """Give every image output of `nb` its alt text (`figure_description`, numbered when a cell draws several),
+    kept in the output's metadata as `book_alt` for the page's template; nbconvert would otherwise write "No
+    description has been provided for this image", in English on every page. Returns the number of figures."""
+    count = 0
+    for index, cell in enumerate(nb["cells"]):
+        images = [o for o in cell.get("outputs", []) if any(kind in o.get("data", {}) for kind in IMAGES)]
+        if images:
+            text = figure_description(nb, index)
+            for number, output in enumerate(images, start=1):
+                output.setdefault("metadata", {})["book_alt"] = (
+                    f"{text} ({number}/{len(images)})" if len(images) > 1 else text)
+            count += len(images)
+    return count
+
+
 def render(nb, out: Path, language: str = "en", other: str | None = None) -> None:
-    """`nb` as a page in `out`, in `language` ("en" or "zh"), linked to its other language's page `other`."""
+    """`nb` as a page in `out`, in `language` ("en" or "zh"), linked to its other language's page `other`. Every
+    figure gets alt text in the page's language (describe_figures)."""
+    import copy
+
     from helpers.reference import notebook_title
 
+    nb = copy.deepcopy(nb)   # the alt texts go into this page's copy, not into the run's notebook
+    describe_figures(nb)
     words = WORDS[language]
     resources = {"metadata": {"name": notebook_title(nb)},
                  "book": {"all": words["all"], "other": other, "other_label": words["other"],

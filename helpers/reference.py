@@ -3,7 +3,8 @@
 - `names.html`: one row per concept (data parallel, tensor parallel, ...), the name each stack gives it
   (Megatron-LM / PyTorch, MindSpore, MindSpore Transformers' static `parallel_config` and dynamic `parallelism`,
   MindSpeed), where each name was checked, and the notebook section that teaches it. The data is
-  translations/stacks.tsv; the Chinese term of a row is the glossary's (translations/glossary.tsv).
+  translations/stacks.tsv; the Chinese term of a row is the glossary's (translations/glossary.tsv), and the Chinese
+  page's notes and source lines come from translations/zh_CN/stacks.po (`make zh` lists what is untranslated).
 - `errors.html` (报错速查): every error message the series reproduces, generated from the notebooks each time the
   page is written, so it cannot drift from them: every row of each notebook's "## Troubleshooting" table
   (symptom, cause, fix; the Chinese page reads the translated tables of notebooks/zh_CN/), and every cell tagged
@@ -356,15 +357,22 @@ def notebook_link(notebook: str, section: str, language: str, folder: Path) -> s
     return f'<a href="{name}#{html.escape(chinese.anchor)}">{inline(chinese.text)}</a>'
 
 
-def names_page(language: str = "en", folder: Path = NOTEBOOKS, stacks: Path = STACKS) -> str:
+def names_page(language: str = "en", folder: Path = NOTEBOOKS, stacks: Path = STACKS,
+               catalogue: Path | None = None) -> str:
+    """The names table in `language`. The Chinese page shows each note and source line of `stacks` in the Chinese
+    of its catalogue (translations/zh_CN/stacks.po, helpers.translation): ValueError names a note without one."""
+    from helpers.translation import STACKS_CATALOGUE, stacks_chinese
+
     words, rows = WORDS[language], []
+    chinese = stacks_chinese(stacks, catalogue or STACKS_CATALOGUE) if language == "zh" else {}
     for row in read_tsv(stacks):
         concept = (f"<b>{html.escape(row['english'])}</b><br>{html.escape(row['chinese'])}" if language == "en"
                    else f"<b>{html.escape(row['chinese'])}</b><br>{html.escape(row['english'])}")
         cells = [concept]
         for key, *_ in STACK_COLUMNS:
             if row[key]:
-                cells.append(f'{inline(row[key])}<div class="src">{inline(row[key + "_source"])}</div>')
+                note, source = (chinese.get(text, text) for text in (row[key], row[key + "_source"]))
+                cells.append(f'{inline(note)}<div class="src">{inline(source)}</div>')
             else:
                 cells.append(f'<span class="none" title="{words["missing"]}">—</span>')
         cells.append(f"{row['notebook'][:2]} · {notebook_link(row['notebook'], row['section'], language, folder)}")

@@ -18,7 +18,12 @@ A translator edits the msgstr, deletes the `#, fuzzy` line (the `#| msgid` one g
 
 `check` also holds the Chinese to the glossary's words (translations/glossary.tsv): outside code, no
 translation (nor README.zh-CN.md, checked when no notebook is named) may use a variant the glossary forbids
-(worker for 工作进程, 全规约 for 全归约, …), italic Chinese (`*…*`, `_…_`) or ASCII quotes ("…" for “…”).
+(worker for 工作进程, 全规约 for 全归约, …), italic Chinese (`*…*`, `_…_`) or ASCII quotes ("…" for “…”), and the
+template's headings are the series' own (## 小结, | 现象 | 原因 | 解决方法 |, [本系列概览](../README.md): BOILERPLATE).
+
+The book's names-across-stacks page (helpers.reference, translations/stacks.tsv) has a catalogue too,
+translations/zh_CN/stacks.po: one entry per note or source line of stacks.tsv that holds English words, so the
+Chinese page has no English note left. `update`, `check` and `make zh` handle it when no notebook is named.
 """
 
 from __future__ import annotations
@@ -94,28 +99,21 @@ def write_catalogue(catalogue: polib.POFile, path: Path) -> None:
     path.write_text(str(catalogue), encoding="utf-8")
 
 
-def update(notebook: Path) -> Path:
-    """Bring the notebook's catalogue in line with its English text, in the English order.
-
-    A paragraph that is new gets an empty entry; one that replaced a similar paragraph (difflib's closest match,
-    as gettext's msgmerge does) keeps the old translation, marked fuzzy, with the English it was made from
-    (`#| msgid`); entries no longer in the English go."""
-    path = catalogue_path(notebook)
+def _merge(path: Path, texts: dict[str, list[tuple[str, str]]], header: str) -> Path:
+    """Write the catalogue at `path` for `texts` (English text: its occurrences), in that order, keeping what is
+    translated (update() for a notebook, update_stacks() for the names page)."""
     old = {entry.msgid: entry for entry in read_catalogue(path)} if path.exists() else {}
-    cells: dict[str, list[int]] = {}
-    for cell, paragraph in english_paragraphs(notebook):
-        cells.setdefault(paragraph, []).append(cell + 1)   # cells counted from 1
-    unmatched = [msgid for msgid in old if msgid not in cells]
+    unmatched = [msgid for msgid in old if msgid not in texts]
     catalogue = polib.POFile(wrapwidth=0)
-    catalogue.header = HEADER.format(name=notebook.name)
+    catalogue.header = header
     catalogue.metadata = {"Project-Id-Version": "MindSpore distributed training, hands on", "Language": "zh_CN",
                           "MIME-Version": "1.0", "Content-Type": "text/plain; charset=UTF-8",
                           "Content-Transfer-Encoding": "8bit"}
-    for paragraph, numbers in cells.items():
-        entry = polib.POEntry(msgid=paragraph, msgstr="", occurrences=[(notebook.name, str(n)) for n in numbers])
-        before = old.get(paragraph)
+    for text, occurrences in texts.items():
+        entry = polib.POEntry(msgid=text, msgstr="", occurrences=occurrences)
+        before = old.get(text)
         if before is None:
-            close = difflib.get_close_matches(paragraph, unmatched, n=1)
+            close = difflib.get_close_matches(text, unmatched, n=1)
             if close:
                 unmatched.remove(close[0])
                 before = old[close[0]]
@@ -128,6 +126,18 @@ def update(notebook: Path) -> Path:
         catalogue.append(entry)
     write_catalogue(catalogue, path)
     return path
+
+
+def update(notebook: Path) -> Path:
+    """Bring the notebook's catalogue in line with its English text, in the English order.
+
+    A paragraph that is new gets an empty entry; one that replaced a similar paragraph (difflib's closest match,
+    as gettext's msgmerge does) keeps the old translation, marked fuzzy, with the English it was made from
+    (`#| msgid`); entries no longer in the English go."""
+    cells: dict[str, list[tuple[str, str]]] = {}
+    for cell, paragraph in english_paragraphs(notebook):
+        cells.setdefault(paragraph, []).append((notebook.name, str(cell + 1)))   # cells counted from 1
+    return _merge(catalogue_path(notebook), cells, HEADER.format(name=notebook.name))
 
 
 def _relink(text: str) -> str:
@@ -248,28 +258,127 @@ def italic_chinese(text: str) -> list[str]:
     return [span for span in spans if re.search(f"[{HAN}]", span)]
 
 
+WITHIN = "[^，。；：、！？\n]{0,8}"   # what … in a Chinese variant stands for: a few characters of one clause
+
+
 def _variant(variant: str) -> re.Pattern:
     """A forbidden variant as a pattern: an English word whole (plural too, any case, not part of a name such as
-    worker_0.log or --worker_num), a Chinese one anywhere (a space in it may be missing)."""
+    worker_0.log or --worker_num), a Chinese one anywhere (a space in it may be missing; … stands for up to eight
+    characters of the same clause: 发起…算子 finds 发起数百个小算子)."""
     if re.fullmatch(r"[A-Za-z][A-Za-z .-]*", variant):
         pattern = re.escape(variant).replace(r"\ ", "[ -]")
         return re.compile(rf"(?<![A-Za-z0-9_./-]){pattern}(?:s|es)?(?![A-Za-z0-9_/-]|\.[A-Za-z0-9])", re.I)
-    return re.compile(re.escape(variant).replace(r"\ ", r"\s*"))
+    return re.compile(re.escape(variant).replace(r"\ ", r"\s*").replace("…", WITHIN))
 
 
 def style_problems(chinese: str, variants: list[tuple[str, list[str]]], allowed: set[str] = frozenset()) -> list[str]:
     """Forbidden variants, italic Chinese and ASCII quotes in a translation's prose (code excluded).
 
-    The English original glossed right after the term, 工作进程（worker）, is not a variant.
+    The English original glossed right after the term, 工作进程（worker）, is not a variant, nor is the term itself
+    where a variant is part of it (单元 in 单元格).
     `allowed`: variants a translator comment lifts for this paragraph (`# allow: 下线` where it means going offline)."""
     plain, found = prose(chinese), []
     for term, forbidden in variants:
-        glossed = re.sub(re.escape(term) + r"[（(][^）)\n]*[）)]", term, plain)
+        glossed = re.sub(re.escape(term) + r"[（(][^）)\n]*[）)]", term, plain).replace(term, "\u25af")
         found += [f"{match.group(0)!r} where the series writes {term}" for variant in forbidden
                   if variant not in allowed for match in _variant(variant).finditer(glossed)]
     found += [f"italic Chinese {span!r} (Chinese has no italics: bold or plain)" for span in italic_chinese(chinese)]
     found += [f"ASCII quotes {quoted!r} (Chinese text quotes with “…”, English quotes too)"
               for quoted in re.findall(r'"[^"\n]*"', plain)]
+    return found
+
+
+# The template's fixed lines (tests/test_notebook_hygiene.py: SECTIONS) and how every Chinese notebook writes them:
+# an English paragraph that starts with the first must have a translation that starts with the second.
+BOILERPLATE = (
+    ("## What you'll learn", "## 你将学到"), ("## Prerequisites", "## 前置知识"), ("## Configuration", "## 配置"),
+    ("## Summary", "## 小结"), ("## Exercises", "## 练习"), ("## Troubleshooting", "## 常见问题"),
+    ("| symptom | cause | fix |", "| 现象 | 原因 | 解决方法 |"), ("## Next", "## 下一步"),
+)
+OVERVIEW = "[本系列概览](../README.md)"   # "Back to the [series overview](../README.md)", in every notebook's Next
+
+
+def boilerplate_problems(english: str, chinese: str) -> list[str]:
+    """The template's headings, the troubleshooting table's header and the link back to the README, each written
+    the one way 01–16 write it."""
+    found = [f"{start!r} is {zh!r} in this series" for start, zh in BOILERPLATE
+             if english.startswith(start) and not chinese.startswith(zh)]
+    if "](../README.md)" in english and OVERVIEW not in chinese:
+        found.append(f"the link back to the README is {OVERVIEW!r} in this series")
+    return found
+
+
+KEPT = {"rank", "master"}   # lowercase words the Chinese keeps: rank (so in every notebook), MindSpeed's master branch
+
+
+def english_words(text: str) -> list[str]:
+    """The English words of `text` that a Chinese page must not show untranslated: lowercase words outside code
+    spans, link targets, formulas and HTML tags that are not paths or identifiers (a token with / . _ = < > or a
+    digit, or an option such as --sequence-parallel). Capitalised words are names and titles (PyTorch, Parallelism
+    Strategies Guide) and stay as they are."""
+    return [token for token in re.findall(r"[^\s,;:()（）：；，、。\"“”'‘’]+", prose(text))
+            if re.fullmatch(r"[a-z][a-z-]*", token) and token not in KEPT]
+
+
+STACKS = ROOT / "translations" / "stacks.tsv"
+STACKS_CATALOGUE = CATALOGUES / "stacks.po"
+STACKS_HEADER = """\
+The Chinese of translations/stacks.tsv's notes and source lines, for book/zh_CN/names.html (helpers.reference):
+one entry per cell that holds English words (helpers.translation.english_words). `make zh` adds a new or changed
+cell here; translate it, keep its code spans, and delete the `#, fuzzy` line."""
+
+
+def stack_notes(stacks: Path = STACKS) -> dict[str, list[tuple[str, str]]]:
+    """Each note and source line of stacks.tsv that holds English words, with where it is (the file's line)."""
+    from helpers.reference import STACK_COLUMNS, read_tsv
+
+    notes: dict[str, list[tuple[str, str]]] = {}
+    for line, row in enumerate(read_tsv(stacks), start=1):
+        for key, *_ in STACK_COLUMNS:
+            for text in (row[key], row[key + "_source"]):
+                if text and english_words(text):
+                    notes.setdefault(text, []).append((stacks.name, f"{row['english']} / {key} (row {line})"))
+    return notes
+
+
+def update_stacks(stacks: Path = STACKS, path: Path = STACKS_CATALOGUE) -> Path:
+    """stacks.po follows stacks.tsv: a new or edited note gets its entry (an edited one fuzzy)."""
+    return _merge(path, stack_notes(stacks), STACKS_HEADER)
+
+
+def stacks_chinese(stacks: Path = STACKS, path: Path = STACKS_CATALOGUE) -> dict[str, str]:
+    """English note -> its Chinese, for every note of stacks.tsv that needs one. ValueError naming the first note
+    without a current translation, and the fix."""
+    catalogue = read_catalogue(path) if path.exists() else polib.POFile()
+    chinese = {}
+    for text in stack_notes(stacks):
+        entry = catalogue.find(text)
+        if entry is None or entry.fuzzy or not entry.msgstr:
+            state = "has no entry" if entry is None else "is fuzzy" if entry.fuzzy else "is untranslated"
+            shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+            raise ValueError(f"{stacks.name}: the note {text[:60]!r} {state} in {shown}; "
+                             "run `make zh` and translate it")
+        chinese[text] = entry.msgstr
+    return chinese
+
+
+def check_stacks(stacks: Path = STACKS, path: Path = STACKS_CATALOGUE) -> list[str]:
+    """What is wrong with stacks.po: a note untranslated, fuzzy or missing, a translation that lost a code span or
+    still holds English words, a forbidden variant."""
+    if not path.exists():
+        return [f"no catalogue {path}; run `make zh`"]
+    catalogue, variants, found = read_catalogue(path), read_variants(), []
+    for text in stack_notes(stacks):
+        entry, where = catalogue.find(text), f"{path.name}: {text[:50]!r}"
+        if entry is None:
+            found.append(f"{where}: no entry (stacks.tsv changed: run `make zh`)")
+        elif entry.fuzzy or not entry.msgstr:
+            found.append(f"{where}: {'fuzzy' if entry.fuzzy else 'untranslated'}")
+        else:
+            left = english_words(entry.msgstr)
+            found += [f"{where}: {p}" for p in problems(text, entry.msgstr, [])
+                      + ([f"English left in the translation: {', '.join(left)}"] if left else [])
+                      + style_problems(entry.msgstr, variants, allowed_variants(entry))]
     return found
 
 
@@ -323,6 +432,7 @@ def check(notebook: Path, glossary: list[tuple[str, str]] | None = None,
             terms = [(t, zh) for t, zh in glossary if t.lower() not in not_terms(entry)]
             found += [f"{where}: {p} in the translation of {paragraph[:40]!r}"
                       for p in problems(paragraph, entry.msgstr, terms)
+                      + boilerplate_problems(paragraph, entry.msgstr)
                       + style_problems(entry.msgstr, variants, allowed_variants(entry))]
     if not found:
         out = CHINESE / notebook.name
@@ -363,10 +473,13 @@ def main(argv: list[str] | None = None) -> int:
             found = check(notebook)
             failed += bool(found)
             print("\n".join(found) if found else f"zh: {notebook.name} ok")
-    if args.command == "check" and not args.notebooks:
-        found = readme_problems()
-        failed += bool(found)
-        print("\n".join(found) if found else f"zh: {README_ZH.name} ok")
+    if not args.notebooks:   # the names page's catalogue and README.zh-CN.md
+        if args.command == "update":
+            print(f"zh: {update_stacks().relative_to(ROOT)}")
+        elif args.command == "check":
+            for name, found in ((STACKS_CATALOGUE.name, check_stacks()), (README_ZH.name, readme_problems())):
+                failed += bool(found)
+                print("\n".join(found) if found else f"zh: {name} ok")
     return 1 if failed else 0
 
 

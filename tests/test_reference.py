@@ -9,9 +9,10 @@ import json
 import re
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from helpers import book, reference
+from helpers import book, reference, translation
 
 TABLE = "| symptom | cause | fix |\n|---|---|---|\n"
 
@@ -155,6 +156,37 @@ def test_the_names_table_links_every_row_and_cites_every_name(tmp_path):
     assert "<code>parallel_config.model_parallel</code>" in names
     chinese = (tmp_path / "zh_CN" / "names.html").read_text(encoding="utf-8")
     assert "张量并行" in chinese and 'href="11_gpt_tensor_parallel.html#3.-' in chinese
+
+
+def english_left(cell: str) -> list[str]:
+    """The English words a reader sees in a cell of a page: its text outside tags and <code>."""
+    text = html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<code>.*?</code>", " ", cell, flags=re.S)))
+    return translation.english_words(text)
+
+
+def stack_cells(page: str) -> list[str]:
+    """Every cell of the names table but the first of each row, which names the concept in both languages."""
+    rows = re.findall(r"<tr>(.*?)</tr>", page, flags=re.S)[1:]
+    return [cell for row in rows for cell in re.findall(r"<td>(.*?)</td>", row, flags=re.S)[1:]]
+
+
+def test_the_chinese_names_page_has_no_english_note_left(tmp_path):
+    """Its notes and grey source lines come from translations/zh_CN/stacks.po (issue 53: about 28 notes were
+    English on the Chinese page); a note without a current translation stops the page, naming it."""
+    chinese, english = reference.names_page("zh"), reference.names_page("en")
+    assert len(stack_cells(chinese)) == len(reference.read_tsv(reference.STACKS)) * (len(reference.STACK_COLUMNS) + 1)
+    assert [(cell[:60], left) for cell in stack_cells(chinese) if (left := english_left(cell))] == []
+    assert sum(bool(english_left(cell)) for cell in stack_cells(english)) >= 40, "the English page has them: the " \
+        "check would see one left"
+    assert "无对应参数：总 rank 数 ÷（TP × PP × CP）" in chinese and "本机安装的 MindSpore 2.10.0：" in chinese
+    assert '<div class="src">Megatron-LM core_v0.15.0 megatron/training/arguments.py:385（' in chinese
+
+    stacks = tmp_path / "stacks.tsv"
+    stacks.write_text(reference.STACKS.read_text(encoding="utf-8").replace("no flag: world size", "no flag: all ranks"),
+                      encoding="utf-8")
+    assert reference.names_page("en", stacks=stacks).count("no flag: all ranks") == 1
+    with pytest.raises(ValueError, match="stacks.tsv: the note 'no flag: all ranks.*has no entry"):
+        reference.names_page("zh", stacks=stacks)
 
 
 def test_the_book_index_links_both_pages_in_both_languages(tmp_path):

@@ -47,6 +47,14 @@ def test_the_glossary_lists_forbidden_variants_that_are_nobodys_term():
     variants = translation.read_variants()
     forbidden = {variant: term for term, listed in variants for variant in listed}
     assert {"worker", "全规约", "逐比特", "冲刷", "下线", "退役", "world 通信组", "et al"} <= set(forbidden)
+    # the Chinese review of 15–16 (issue 53): each variant it found is forbidden, beside the series' term
+    assert {variant: forbidden[variant] for variant in (
+        "all-reduce", "all-gather", "reduce-scatter", "步长", "藏在", "流水线级", "两级流水线", "的单元", "卡上内存",
+        "每卡内存", "性能调试", "发起…算子", "配方", "embedding", "block")} == {
+        "all-reduce": "AllReduce", "all-gather": "AllGather", "reduce-scatter": "ReduceScatter", "步长": "每步时间",
+        "藏在": "掩盖", "流水线级": "阶段", "两级流水线": "阶段", "的单元": "单元格", "卡上内存": "显存",
+        "每卡内存": "显存", "性能调试": "性能分析", "发起…算子": "下发", "配方": "官方发布的配置",
+        "embedding": "嵌入层", "block": "块"}
     assert forbidden["全规约"] == "全归约" and forbidden["逐比特"] == "逐位" and forbidden["worker"] == "工作进程"
     terms = {chinese for _, chinese in translation.read_glossary()} | {term for term, _ in variants}
     assert not any(variant in term for variant in forbidden for term in terms if term != forbidden[variant]), \
@@ -102,7 +110,7 @@ def small_series(tmp_path, monkeypatch):
     catalogue = translation.read_catalogue(path)
     zh = {"# 01 · Small": "# 01 · 小例子",
           "Every rank runs `init()`;\nthe loss falls.": "每个 rank 运行 `init()`；损失下降。",
-          "Back to the [overview](../README.md).": "返回[总览](../README.md)。"}
+          "Back to the [overview](../README.md).": "返回[本系列概览](../README.md)。"}
     for entry in catalogue:
         entry.msgstr = zh[entry.msgid]
     translation.write_catalogue(catalogue, path)
@@ -129,7 +137,7 @@ def test_an_english_edit_without_its_translation_fails_and_update_marks_it_fuzzy
     notebook, path = small_series
     assert translation.check(notebook, []) == []
     chinese = json.loads((translation.CHINESE / notebook.name).read_text(encoding="utf-8"))
-    assert "".join(chinese["cells"][2]["source"]) == "返回[总览](../../README.zh-CN.md)。"
+    assert "".join(chinese["cells"][2]["source"]) == "返回[本系列概览](../../README.zh-CN.md)。"
     assert "".join(chinese["cells"][0]["source"]).split("\n\n")[1] == (
         "> 英文原版 (English edition): [01_small.ipynb](../01_small.ipynb)"), "under the title"
 
@@ -209,6 +217,19 @@ def test_the_chinese_readme_has_the_same_sections_commands_and_notebooks():
     ("该字段 ***必须*** 是字符串。", "italic Chinese '*必须*'"),
     ("它打印“not attempted yet”，`\"x\"` 是代码。", None),
     ('它打印 "not attempted yet"。', "ASCII quotes"),
+    ("实测异步 all-reduce 的重叠。", "'all-reduce' where the series writes AllReduce"),
+    ("实测异步 AllReduce 的重叠；`all-reduce` 是代码。", None),
+    ("规划工具估计的步长时间。", "'步长' where the series writes 每步时间"),
+    ("把梯度的 AllReduce 藏在反向传播之后。", "'藏在' where the series writes 掩盖"),
+    ("数据并行与两级流水线各占一半。", "'两级流水线' where the series writes 阶段"),
+    ("下面的单元打印命令。", "'的单元' where the series writes 单元格"),
+    ("下面的单元格打印命令；昇腾 Cube 单元上的 float16 更快。", None),
+    ("PyNative 的一步要发起数百个小算子。", "'发起数百个小算子' where the series writes 下发"),
+    ("启动作业后，PyNative 的一步要下发数百个小算子。", None),
+    ("用 Profiler 做性能调试。", "'性能调试' where the series writes 性能分析"),
+    ("与已发布的配方对照。", "'配方' where the series writes 官方发布的配置"),
+    ("编号小的 rank 持有 embedding。", "'embedding' where the series writes 嵌入层"),
+    ("读取卡上内存分配器的峰值。", "'卡上内存' where the series writes 显存"),
 ])
 def test_the_style_check_finds_forbidden_variants_italic_chinese_and_ascii_quotes_outside_code(chinese, problem):
     found = translation.style_problems(chinese, translation.read_variants())
@@ -248,3 +269,65 @@ def test_the_chinese_readme_has_no_forbidden_variant_italic_chinese_or_ascii_quo
 
 def test_code_spans_may_wrap_onto_the_next_line_or_hold_backticks():
     assert translation.must_keep("run `a\nb` and ``x `y` z``, see [it](a.md)") == ["`a\nb`", "``x `y` z``", "a.md"]
+
+
+@pytest.mark.parametrize("english, chinese, problem", [
+    ("## Summary\n- A step.", "## 小结\n- 一步。", None),
+    ("## Summary\n- A step.", "## 总结\n- 一步。", "'## Summary' is '## 小结'"),
+    ("| symptom | cause | fix |\n|---|---|---|", "| 现象 | 原因 | 解决办法 |\n|---|---|---|",
+     "'| 现象 | 原因 | 解决方法 |'"),
+    ("## Troubleshooting", "## 故障排除", "'## Troubleshooting' is '## 常见问题'"),
+    ("## Next\nBack to the [series overview](../README.md).", "## 下一步\n返回[系列概览](../README.md)。",
+     "the link back to the README is '[本系列概览](../README.md)'"),
+    ("## Next\nBack to the [overview](../README.md).", "## 下一步\n返回[本系列概览](../README.md)。", None),
+])
+def test_the_templates_headings_are_written_one_way_in_every_notebook(english, chinese, problem):
+    """01–16 write the template's fixed lines the same way (issue 53: 15 and 16 wrote 总结, 解决办法, 系列概览 and
+    总览); every catalogue is held to it by test_every_paragraph_has_a_current_consistent_translation..."""
+    found = translation.boilerplate_problems(english, chinese)
+    assert (found == []) if problem is None else (len(found) == 1 and problem in found[0]), found
+
+
+def test_the_names_page_catalogue_has_a_current_chinese_for_every_english_note():
+    assert translation.check_stacks() == []
+    notes = translation.stack_notes()
+    assert len(notes) >= 40, "the notes and source lines of stacks.tsv that hold English words"
+    assert "no flag: world size ÷ (TP × PP × CP); PyTorch `torch.nn.parallel.DistributedDataParallel`" in notes
+    assert not any(text.startswith("MindSpeed master docs/") for text in notes), "a bare path needs no Chinese"
+    chinese = translation.stacks_chinese()
+    assert all(translation.english_words(text) == [] for text in chinese.values())
+
+
+def test_english_words_finds_prose_but_not_code_paths_or_names():
+    assert translation.english_words("PyTorch docs, ZeroRedundancyOptimizer (used with `torch.nn.DataParallel`)") == [
+        "docs", "used", "with"]
+    assert translation.english_words("Megatron-LM core_v0.15.0 megatron/training/arguments.py:385; "
+                                     "`--cp-comm-type p2p`; MindSpeed master docs/zh/a-b.md") == []
+    assert translation.english_words("总 rank 数 ÷（TP × PP × CP）；PyTorch 文档，Distributed Optimizers") == []
+
+
+def test_an_edited_stacks_note_turns_fuzzy_and_is_listed_until_translated(tmp_path):
+    stacks, catalogue = tmp_path / "stacks.tsv", tmp_path / "stacks.po"
+    text = translation.STACKS.read_text(encoding="utf-8")
+    stacks.write_text(text, encoding="utf-8")
+    catalogue.write_bytes(translation.STACKS_CATALOGUE.read_bytes())
+    assert translation.check_stacks(stacks, catalogue) == []
+    note = "no flag: world size ÷ (TP × PP × CP); PyTorch `torch.nn.parallel.DistributedDataParallel`"
+    stacks.write_text(text.replace(note, note.replace("no flag", "no flag at all")), encoding="utf-8")
+    assert any("no entry" in p for p in translation.check_stacks(stacks, catalogue))
+    with pytest.raises(ValueError, match="no flag at all.*has no entry.*run `make zh`"):
+        translation.stacks_chinese(stacks, catalogue)
+    translation.update_stacks(stacks, catalogue)
+    entry = translation.read_catalogue(catalogue).find(note.replace("no flag", "no flag at all"))
+    assert entry.fuzzy and entry.previous_msgid == note
+    assert any("fuzzy" in p for p in translation.check_stacks(stacks, catalogue))
+    for chinese, problem in [("no flag at all：总 rank 数 ÷（TP × PP × CP）；PyTorch 中为 "
+                              "`torch.nn.parallel.DistributedDataParallel`", "English left in the translation: no, "
+                              "flag, at, all"),
+                             ("完全没有对应参数：总 rank 数 ÷（TP × PP × CP）", "lost '`torch.nn.parallel")]:
+        po = translation.read_catalogue(catalogue)
+        entry = po.find(note.replace("no flag", "no flag at all"))
+        entry.msgstr, entry.flags = chinese, []
+        translation.write_catalogue(po, catalogue)
+        found = translation.check_stacks(stacks, catalogue)
+        assert len(found) == 1 and problem in found[0], found
