@@ -7,9 +7,10 @@ a node. Each failure names the notebook, the script and the line, and says the f
 1. Memory: a script that reads host memory (VmHWM, VmRSS, /proc/self/status, getrusage's ru_maxrss) must also read
    the card's (ms.runtime.max_memory_allocated), itself or through a function of its notebook's scripts that does
    (gpt.py's peak_memory_mb(device)). On Ascend the tensors live on the card, where host memory does not see them.
-2. Precision: a training script sets ms.device_context.ascend.op_precision.precision_mode("must_keep_origin_dtype")
-   under a device check, before init(): 910A may run float32 matrix products in float16 by default. Every training
-   script must, unless PRECISION_EXEMPT says why its notebook never compares it at a float32 tolerance.
+2. Precision: no script sets ms.device_context.ascend.op_precision.precision_mode("must_keep_origin_dtype") without
+   a test of the chip around it, and none sets a precision mode after init(). The series targets Atlas A2/A3 cards
+   (notebook 01, section 2), where float32 products stay float32 without it; on the Atlas training series (910A) it
+   is CANN's cube mode KEEP_DTYPE, which fails on float32 matrix products. The notebooks' own cells are held to it too.
 3. Point-to-point order: an HCCL send may wait for its receive. Every script that sends or receives has its order
    proven to complete when every send waits: by a replay here (the script's own code that issues the operations,
    run for every rank with a recorder in place of mindspore.mint.distributed, for P = 1..8 ranks), or by its
@@ -161,55 +162,25 @@ def test_a_sibling_function_that_reads_the_card_counts():
 
 
 # ==== 2. Precision ================================================================================================
-# Which scripts are compared at float32 tolerances? The tolerances live in the notebooks, where no parser can tell
-# what each one compares. So the rule starts from what a script does: every training script (it differentiates,
-# builds an optimizer or calls Model.train) sets the precision mode, unless PRECISION_EXEMPT says why its notebook
-# never compares it at a float32 tolerance with something computed another way. A new training script is held to
-# the rule until someone writes its reason down.
-# Proves: the call is there, with must_keep_origin_dtype, under a device check, before init(). Cannot prove: that
-# the device check is for Ascend, or that the tolerances the notebook prints are the ones the reasons below give.
+# The series targets the Atlas A2 and A3 training products (notebook 01, section 2). On them MindSpore 2.10 keeps
+# float32 matrix products in float32 with no setting: with no precision mode set, its operator layer asks CANN for
+# cube math KEEP_DTYPE on ascend910b and ascend910_93 (notebook 02, section 5). precision_mode("must_keep_origin_dtype")
+# asks for KEEP_DTYPE on every chip, and on the Atlas training series (910A) CANN's aclnnMatmul reference documents
+# KEEP_DTYPE with float32 input as an error. The series set it on Ascend for 910A's sake until issue 53; a script
+# that sets it must now say for which chips, by a test of the chip around the call.
+# Proves: no worker script and no notebook cell calls precision_mode with "must_keep_origin_dtype" outside an `if`
+# whose test looks at the chip (a name, attribute or string with "soc", "chip" or "910" in it), and none calls
+# precision_mode after init(). Cannot prove: that such a test picks the chips it means.
 
+PRECISION_MODE = "must_keep_origin_dtype"
+OLD_PRECISION_LINES = (f'if DEVICE == "Ascend":\n'   # what notebooks 02, 05, 07, 09 and 11-16 wrote before issue 53
+                       f'    ms.device_context.ascend.op_precision.precision_mode("{PRECISION_MODE}")\n')
+CHIP_WORDS = ("soc", "chip", "910")
+PRECISION_FIX = ("delete the call: on the Atlas A2/A3 cards the series targets, float32 matrix products stay float32 "
+                 "without it (notebook 02, section 5); or set it only under a test of the chip, e.g. "
+                 "`if \"910B\" in soc_name:`")
 TRAINING_CALLS = ("value_and_grad", "grad", "TrainOneStepCell", "Model", "Momentum", "SGD", "Adam", "AdamW",
                   "AdamWeightDecay", "Lamb", "LARS", "Adagrad", "RMSProp")
-PRECISION_MODE = "must_keep_origin_dtype"
-PRECISION_LINES = (f'if DEVICE == "Ascend":\n'
-                   f'    ms.device_context.ascend.op_precision.precision_mode("{PRECISION_MODE}")\n')
-PRECISION_EXEMPT = {
-    ("01_environment_and_communication.ipynb", "scripts/train_simplenet.py"):
-        "notebook 01 checks that the loss falls and that the ranks hold identical weights; nothing is compared "
-        "with another computation at a tolerance",
-    ("02_parallel_modes.ipynb", "scripts/data_parallel.py"):
-        "its comparisons stay inside one run on one chip: the first update against the same gradients all-reduced "
-        "by hand, and two runs' identical first losses; both sides round alike in any precision mode (notebook 08 "
-        "compares it at 1e-3 on Ascend)",
-    ("02_parallel_modes.ipynb", "scripts/semi_auto_parallel.py"):
-        "Ascend only; notebook 02 checks its layouts and that its loss falls",
-    ("04_network_and_training.ipynb", "scripts/article_step4.py"):
-        "notebook 04 checks which callbacks run on which rank; no values are compared",
-    ("04_network_and_training.ipynb", "scripts/train.py"):
-        "compared only with itself: a resumed run against the uninterrupted one, bit for bit (the same operations "
-        "on the same chip give the same bits in any precision mode)",
-    ("04_network_and_training.ipynb", "scripts/scaling.py"): "it measures time; no values are compared",
-    ("06_multi_node_and_troubleshooting.ipynb", "scripts/multinode_train.py"):
-        "the ranks of one job are compared with each other, all computing the same all-reduced step",
-    ("08_dynamic_graph_path.ipynb", "scripts/pynative_collectives.py"):
-        "a probe of which calls run; its one gradient (DistributedDataParallel's mean of small integers) is exact",
-    ("08_dynamic_graph_path.ipynb", "scripts/pynative_data_parallel.py"):
-        "notebook 08 compares it with notebook 02's run at 1e-3 on Ascend (TOLERANCE = 1e-5 if DEVICE == \"CPU\" "
-        "else 1e-3), float16's scale, not float32's",
-    ("11_gpt_tensor_parallel.ipynb", "scripts/collectives_probe.py"):
-        "a probe of which collectives run: it compares the sums and gathers of small integers and a gradient of "
-        "ones exactly, with no matrix product (what the precision mode governs) on the way",
-    ("09_memory_per_card.ipynb", "scripts/zero_by_hand.py"):
-        "stages 1-3 are compared with stage 0 at 1e-3 of the largest weight, float16's scale, not float32's",
-    ("09_memory_per_card.ipynb", "scripts/optimizer_parallel.py"):
-        "Ascend only; notebook 09 reads its optimizer state's size; no values are compared",
-    ("10_pipeline_parallelism.ipynb", "scripts/pipeline_by_hand.py"):
-        "notebook 10 compares it with one process at 1e-3 on Ascend (TOLERANCE = 1e-5 if DEVICE == \"CPU\" else "
-        "1e-3), float16's scale, not float32's",
-    ("10_pipeline_parallelism.ipynb", "scripts/static_pipeline.py"):
-        "Ascend only; notebook 10 checks that MindSpore accepts the configuration and that the loss falls",
-}
 
 
 def is_training(tree: ast.Module) -> bool:
@@ -233,82 +204,106 @@ def names_the_mode(arg: ast.AST, tree: ast.Module) -> bool:
     return holds(arg)
 
 
-def precision_problems(notebook: str, script: str, source: str) -> list[str]:
-    tree = parse(source)
-    where, init = f"{notebook}, {script}", init_line(tree)
-    if not is_training(tree) or (notebook, script) in PRECISION_EXEMPT:
-        return []
-    sets = [c for c in calls(tree, "precision_mode") if c.args and names_the_mode(c.args[0], tree)]
-    if not sets:
-        return [f"{where}: trains, but never sets the precision mode, so on 910A float32 matrix products may run in "
-                f"float16 and miss a float32 tolerance. Fix: before init() (line {init}) add\n{PRECISION_LINES}"
-                "and say why where the tolerance is printed; or, if its notebook never compares it at a float32 "
-                "tolerance, add it to PRECISION_EXEMPT in tests/test_ascend_checklist.py with the reason."]
-    up, call = parents(tree), sets[0]
-    problems = []
-    if init is not None and call.lineno > init:
-        problems.append(f"{where}, line {call.lineno}: sets the precision mode after init() (line {init}). Fix: move "
-                        f"it before line {init}: the mode must be set before the device starts.")
+def is_chip_choice(test: ast.expr) -> bool:
+    """Whether an `if` test looks at the chip: a name, attribute or string in it mentions soc, chip or 910."""
+    for node in ast.walk(test):
+        text = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
+                else node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else "")
+        if any(word in text.lower() for word in CHIP_WORDS):
+            return True
+    return False
+
+
+def under_chip_choice(call: ast.Call, up: dict) -> bool:
     node = call
-    while node in up and not isinstance(node, ast.If):
+    while node in up:
         node = up[node]
-    if not isinstance(node, ast.If):
-        problems.append(f"{where}, line {call.lineno}: sets the precision mode on every device. Fix: set it on "
-                        f"Ascend only:\n{PRECISION_LINES}")
+        if isinstance(node, ast.If) and is_chip_choice(node.test):
+            return True
+    return False
+
+
+def precision_problems(where: str, source: str) -> list[str]:
+    """What is wrong with the precision-mode calls of `source` (a script, or a notebook's own cell)."""
+    tree, problems = parse(source), []
+    up, init = parents(tree), init_line(tree)
+    for call in calls(tree, "precision_mode"):
+        if init is not None and call.lineno > init:
+            problems.append(f"{where}, line {call.lineno}: sets the precision mode after init() (line {init}). Fix: "
+                            f"move it before line {init}: the mode must be set before the device starts.")
+        if call.args and names_the_mode(call.args[0], tree) and not under_chip_choice(call, up):
+            problems.append(f"{where}, line {call.lineno}: sets precision_mode(\"{PRECISION_MODE}\") without a chip "
+                            "choice. On the Atlas training series (910A) that is CANN's cube mode KEEP_DTYPE, which "
+                            f"fails on float32 matrix products. Fix: {PRECISION_FIX}.")
     return problems
 
 
-TRAINING = sorted(key for key, source in SCRIPTS.items() if is_training(parse(source)))
+def python_lines(cell: str) -> str:
+    """A notebook cell without IPython's % and ! lines (and the lines a trailing backslash continues them on)."""
+    kept, shell = [], False
+    for line in cell.splitlines():
+        if shell or line.lstrip().startswith(("%", "!")):
+            shell = line.rstrip().endswith("\\")
+            continue
+        kept.append(line)
+    return "\n".join(kept)
 
 
-@pytest.mark.parametrize("key", TRAINING, ids=script_id)
-def test_training_scripts_keep_float32_on_ascend(key):
-    """Fails today for notebooks 11-14's train_gpt.py, train_3d.py, train_moe.py and train_cp.py (issue 46, item 2:
-    their branches add the two lines) and for notebook 09's memory_parts.py (it compares the gradients of four
-    micro-batches with the whole batch's at 1e-5 of the largest)."""
-    problems = precision_problems(*key, SCRIPTS[key])
+NOTEBOOK_NAMES = sorted({notebook for notebook, _ in SCRIPTS})
+
+
+@pytest.mark.parametrize("key", sorted(SCRIPTS), ids=script_id)
+def test_no_script_sets_must_keep_origin_dtype_without_a_chip_choice(key):
+    problems = precision_problems(", ".join(key), SCRIPTS[key])
     assert not problems, "\n".join(problems)
 
 
-def test_every_exemption_names_a_training_script_that_lacks_the_mode():
-    for key in PRECISION_EXEMPT:
-        assert key in TRAINING, f"{key} is no longer a training script of the series: remove its exemption"
-        assert not calls(parse(SCRIPTS[key]), "precision_mode"), f"{key} sets the mode now: remove its exemption"
+@pytest.mark.parametrize("notebook", NOTEBOOK_NAMES)
+def test_no_notebook_cell_sets_must_keep_origin_dtype_without_a_chip_choice(notebook):
+    problems = [problem for k, cell in enumerate(other_cells(notebook))
+                for problem in precision_problems(f"{notebook}, its code cell {k} that writes no script",
+                                                  python_lines(cell))]
+    assert not problems, "\n".join(problems)
 
 
-def with_precision_mode(source: str) -> str:
-    """`source` with the two lines that set the precision mode on Ascend inserted just before its first init()."""
+def with_precision_mode(source: str, lines: str = OLD_PRECISION_LINES) -> str:
+    """`source` with `lines` (by default the two the series wrote before issue 53) inserted just before its first
+    init()."""
     line = init_line(parse(source))
-    lines = source.splitlines(keepends=True)
-    indent = re.match(r"\s*", lines[line - 1]).group()
-    added = [indent + text + "\n" for text in PRECISION_LINES.splitlines()]
-    return "".join(lines[:line - 1] + added + lines[line - 1:])
+    old = source.splitlines(keepends=True)
+    indent = re.match(r"\s*", old[line - 1]).group()
+    added = [indent + text + "\n" for text in lines.splitlines()]
+    return "".join(old[:line - 1] + added + old[line - 1:])
 
 
-@pytest.mark.parametrize("key", [("11_gpt_tensor_parallel.ipynb", "scripts/train_gpt.py"),
-                                 ("12_3d_parallelism.ipynb", "scripts/train_3d.py"),
-                                 ("13_mixture_of_experts.ipynb", "scripts/train_moe.py"),
-                                 ("14_long_sequences.ipynb", "scripts/train_cp.py"),
-                                 ("09_memory_per_card.ipynb", "scripts/memory_parts.py")], ids=script_id)
-def test_the_scripts_that_lack_the_mode_pass_with_the_two_lines_added(key):
-    assert precision_problems(*key, with_precision_mode(SCRIPTS[key])) == []
+TRAINING = sorted(key for key, source in SCRIPTS.items() if is_training(parse(source)) and init_line(parse(source)))
 
 
-def test_the_precision_guard_reports_a_missing_or_late_mode():
-    key = ("05_mixed_precision.ipynb", "scripts/amp_train.py")
-    lines = SCRIPTS[key].splitlines(keepends=True)
-    first = next(i for i, text in enumerate(lines) if text.startswith("if PRECISION_MODE:"))
-    removed = "".join(lines[:first] + lines[first + 2:])
-    (problem,) = precision_problems(*key, removed)
-    init = init_line(parse(removed))
-    assert problem.startswith("05_mixed_precision.ipynb, scripts/amp_train.py: trains, but never sets the precision "
-                              "mode") and f"Fix: before init() (line {init}) add\n{PRECISION_LINES}" in problem
-    late = "".join(lines[:first] + lines[first + 2:first + 3] + lines[first:first + 2] + lines[first + 3:])
-    (problem,) = precision_problems(*key, late)
-    assert problem == (f"05_mixed_precision.ipynb, scripts/amp_train.py, line {first + 3}: sets the precision mode "
-                       f"after init() (line {first + 1}). Fix: move it before line {first + 1}: the mode must be set "
-                       "before the device starts.")
-    assert precision_problems(*key, SCRIPTS[key]) == []
+@pytest.mark.parametrize("key", TRAINING, ids=script_id)
+def test_the_precision_guard_reports_the_old_lines(key):
+    """The old scripts, as far as precision goes: every training script with the two lines it (or its like) had
+    before issue 53. The guard names the line and the fix."""
+    source = with_precision_mode(SCRIPTS[key])
+    line = init_line(parse(SCRIPTS[key])) + 1
+    assert precision_problems(", ".join(key), source) == [
+        f"{', '.join(key)}, line {line}: sets precision_mode(\"{PRECISION_MODE}\") without a chip choice. On the "
+        "Atlas training series (910A) that is CANN's cube mode KEEP_DTYPE, which fails on float32 matrix products. "
+        f"Fix: {PRECISION_FIX}."]
+
+
+def test_the_precision_guard_accepts_a_chip_choice_and_reports_a_late_call():
+    key = ("11_gpt_tensor_parallel.ipynb", "scripts/train_gpt.py")
+    chosen = ('if DEVICE == "Ascend" and "910B" in ms.hal.get_device_name(0):\n'
+              f'    ms.device_context.ascend.op_precision.precision_mode("{PRECISION_MODE}")\n')
+    assert precision_problems("x", with_precision_mode(SCRIPTS[key], chosen)) == []
+    other_test = chosen.replace('"910B" in ms.hal.get_device_name(0)', "world > 1")
+    assert precision_problems("x", with_precision_mode(SCRIPTS[key], other_test)), "another test is no chip choice"
+    tree = parse(SCRIPTS[key])
+    late = SCRIPTS[key] + '\nms.device_context.ascend.op_precision.precision_mode("force_fp16")\n'
+    line, init = len(late.splitlines()), init_line(tree)
+    assert precision_problems("x", late) == [
+        f"x, line {line}: sets the precision mode after init() (line {init}). Fix: move it before line {init}: the "
+        "mode must be set before the device starts."]
 
 
 # ==== 3. Point-to-point order =====================================================================================
