@@ -355,3 +355,53 @@ def test_save_refuses_then_overwrites_atomically(hf, tmp_path, monkeypatch):
     with pytest.raises(hf.HFError, match="norm.weight has NaN"):
         hf.save(tmp_path / "nan", cfg, {**weights, "norm.weight": weights["norm.weight"] * np.nan})
     assert not (tmp_path / "nan").exists()
+
+
+# ---- what transformers made of hf.py, recorded by make_reference.py --check (torch is never installed here)
+
+CHECKED = json.loads((FIXTURES / "transformers_check.json").read_text())
+
+
+def test_transformers_loaded_every_fixture_hf_save_wrote(hf, tmp_path):
+    """The record covers the four fixtures, each saved in one file and in shards; transformers read back the same
+    weights, config and logits; and hf.save still writes those bytes (else the record is stale: run the check)."""
+    assert sorted(CHECKED["fixtures"]) == sorted(NAMES), "make_reference.py --check covers every fixture"
+    for name in NAMES:
+        cfg, weights = hf.load(FIXTURES / name)
+        for how, shard_bytes in (("one file", 2 * 2**30), ("shards of 100 kB", 100_000)):
+            result = CHECKED["fixtures"][name][how]
+            assert result["largest logit gap"] == 0 and result["largest weight gap"] == 0, (name, how, result)
+            assert result["same tensor names"] and result["config fields that differ"] == [], (name, how)
+            out = hf.save(tmp_path / f"{name}-{shard_bytes}", cfg, weights, max_shard_bytes=shard_bytes)
+            written = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.iterdir())}
+            assert written == result["sha256"], (
+                f"{name}, {how}: hf.save now writes other bytes than transformers checked on {CHECKED['date']}; run "
+                "tests/data/hf/make_reference.py --check in an environment with torch and transformers")
+
+
+@pytest.mark.parametrize("case", CHECKED["config_cases"])
+def test_gpt_config_reads_a_config_as_transformers_does(hf, case):
+    """A field absent, null or 0 (make_reference.py's _config_cases): hf.gpt_config takes transformers' key/value
+    heads, rotary frequencies and sliding window, or refuses in one line where transformers fails."""
+    config, theirs = CHECKED["config_cases"][case]["config"], CHECKED["config_cases"][case]["transformers"]
+    if "error" in theirs:
+        with pytest.raises(hf.HFError) as error:
+            hf.gpt_config(config, seq=16)
+        assert "\n" not in str(error.value)
+        print(f"{case}: refused ({error.value}); transformers: {theirs['error']}")
+        return
+    cfg = hf.gpt_config(config, seq=16)
+    hd = cfg["head_dim"]
+    mine = cfg.get("rope_inv_freq") or 1.0 / cfg["rope_theta"] ** (np.arange(0, hd, 2) / hd)
+    assert cfg["kv_heads"] == theirs["kv_heads"]
+    np.testing.assert_allclose(mine, theirs["inv_freq"], rtol=1e-6)   # torch computes them in float32
+    assert hf.sliding_window(config, "config.json") == theirs["window"]
+
+
+def test_hf_names_gives_the_shapes_gpt_builds(modules):
+    """train_hf.py checks weights against hf.hf_names' shapes instead of building a second model (notebook 16): the
+    table must give exactly gpt.init_weights' names and shapes, for every fixture and for the series' own GPT."""
+    hf, gpt = modules
+    for cfg in [gpt.CONFIG, *(hf.load(FIXTURES / name)[0] for name in NAMES)]:
+        table = {mine: shape for mine, (_, shape) in hf.hf_names(cfg).items()}
+        assert table == {name: w.shape for name, w in gpt.init_weights(cfg).items()}, cfg.get("hf_config", "gpt")

@@ -16,13 +16,26 @@ rope scaling (rope_type "llama3", as Llama-3.2-1B, with original_max_position_em
 changes every frequency band within 12 tokens), 16 heads and 8 key/value heads (tensor parallelism up to 8 divides
 them), vocabulary 256 (byte ids), hidden 128, 2 layers (1.7 MB). `--only NAME` makes one folder again.
 
-    /tmp/hfref/bin/python tests/data/hf/make_reference.py --check SAVED NAME
+    /tmp/hfref/bin/python tests/data/hf/make_reference.py --check [--hf notebooks/scripts/hf.py]
 
-loads a folder that scripts/hf.py saved (SAVED, from the weights of fixture NAME) with `transformers` and prints the
-largest gap to NAME's logits: hf.py's writer, checked by the library that reads it. With 5.25.0 each of the three
-fixtures, loaded by hf.load and saved by hf.save (in one file and in shards), gave a gap of 0.0.
+checks notebook 16's scripts/hf.py (written by the notebook's configuration cell) against `transformers`, and
+records the result in tests/data/hf/transformers_check.json (date, versions, every figure below):
+1. each of the four fixtures, read by hf.load and written by hf.save in one file and in shards of 100 kB, is loaded
+   by transformers (float32, eager attention): its logits on ids.npy against logits.npy, its weights against
+   transformers' own load of the fixture, its config against the fixture's as transformers reads both; and the
+   sha256 of every file hf.save wrote, so that tests/test_hf.py can tell when hf.save writes other bytes (then run
+   this again);
+2. _config_cases(), configs with a field absent, null or 0: what transformers makes of each (key/value heads, rotary
+   frequencies, sliding window, or an error), which tests/test_hf.py compares with hf.gpt_config's reading.
 """
 import argparse
+import datetime
+import hashlib
+import importlib.util
+import json
+import platform
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -75,16 +88,140 @@ def main(only=None):
     print("torch", torch.__version__, "transformers", transformers.__version__)
 
 
-def check(saved, name):
-    model = transformers.AutoModelForCausalLM.from_pretrained(saved, attn_implementation="eager", dtype=torch.float32)
-    with torch.no_grad():
-        logits = model.eval()(torch.tensor(np.load(HERE / name / "ids.npy")).long()).logits.numpy()
-    print(f"{saved}: largest gap to {name}'s logits {np.abs(logits - np.load(HERE / name / 'logits.npy')).max():.2e}")
+def _fixture_config(name):
+    return json.loads((HERE / name / "config.json").read_text())
+
+
+def _without(config, *keys):
+    return {k: v for k, v in config.items() if k not in keys}
+
+
+def _config_cases():
+    """{case: config dict}: the fields hf.gpt_config must read as transformers does (tests/test_hf.py replays them)."""
+    llama, qwen, mistral, llama3 = (_fixture_config(n) for n in ("llama_gqa", "qwen2_tied", "mistral_bf16",
+                                                                "llama3_scaled"))
+    top = _without(llama, "rope_parameters")   # the published form: rope_theta on top
+    scaling = _without(llama3["rope_parameters"], "original_max_position_embeddings")
+    wide_qwen = {**qwen, "hidden_size": 1024, "num_attention_heads": 64}   # 64 heads: unlike either default
+    wide_mistral = {**mistral, "hidden_size": 256, "num_attention_heads": 16}
+    return {
+        "rope_theta 0": {**top, "rope_theta": 0},
+        "rope_theta null": {**top, "rope_theta": None},
+        "rope_parameters' rope_theta null beside a top-level one": {
+            **top, "rope_theta": 5e5, "rope_parameters": {"rope_type": "default", "rope_theta": None}},
+        "no rope_theta anywhere": top,
+        "rope_theta on top, rope_parameters without it": {
+            **top, "rope_theta": 5e5, "rope_parameters": {"rope_type": "default"}},
+        "rope_theta in rope_parameters and on top": {**llama, "rope_theta": 10.0},
+        "llama3 as rope_scaling, rope_theta on top (Llama-3.2-1B's form)": {
+            **_without(llama3, "rope_parameters"), "rope_theta": 5e5,
+            "rope_scaling": _without(llama3["rope_parameters"], "rope_theta")},
+        "llama3 without original_max_position_embeddings": {**llama3, "rope_parameters": scaling},
+        "llama3 without it nor max_position_embeddings": {
+            **_without(llama3, "max_position_embeddings"), "rope_parameters": scaling},
+        "llama3 with original_max_position_embeddings on top": {
+            **llama3, "original_max_position_embeddings": 32},
+        "llama without num_key_value_heads": _without(llama, "num_key_value_heads"),
+        "qwen2 without num_key_value_heads": _without(wide_qwen, "num_key_value_heads"),
+        "qwen2 num_key_value_heads null": {**wide_qwen, "num_key_value_heads": None},
+        "mistral without num_key_value_heads": _without(wide_mistral, "num_key_value_heads"),
+        "mistral num_key_value_heads null": {**wide_mistral, "num_key_value_heads": None},
+        "mistral without sliding_window": _without(mistral, "sliding_window"),
+        "qwen2 use_sliding_window without sliding_window": {
+            **_without(qwen, "sliding_window", "layer_types"), "use_sliding_window": True, "max_window_layers": 0},
+        "qwen2 use_sliding_window, sliding_window null": {
+            **_without(qwen, "layer_types"), "use_sliding_window": True, "sliding_window": None,
+            "max_window_layers": 0},
+        "qwen2 sliding_window without use_sliding_window (Qwen2.5's form)": {
+            **_without(qwen, "layer_types"), "use_sliding_window": False, "sliding_window": 8},
+    }
+
+
+def transformers_reading(config):
+    """What transformers makes of a config dict: key/value heads, rotary frequencies and sliding window (the first
+    layer's that slides, or None), or the error it raises (infinite or NaN frequencies count as one)."""
+    try:
+        parsed = transformers.AutoConfig.for_model(**json.loads(json.dumps(config)))
+        kind = parsed.model_type
+        module = importlib.import_module(f"transformers.models.{kind}.modeling_{kind}")
+        rotary = next(getattr(module, n) for n in dir(module) if n.endswith("RotaryEmbedding"))
+        inv_freq = rotary(parsed).inv_freq.double().numpy()
+        if not np.isfinite(inv_freq).all():
+            return {"error": f"non-finite rotary frequencies {inv_freq[:3].tolist()}"}
+        layers = parsed.num_hidden_layers
+        if kind == "qwen2":
+            windows = [parsed.sliding_window if t == "sliding_attention" else None for t in parsed.layer_types]
+        else:
+            windows = [getattr(parsed, "sliding_window", None)] * layers
+        return {"kv_heads": parsed.num_key_value_heads, "inv_freq": inv_freq.tolist(),
+                "window": next((w for w in windows if w is not None), None)}
+    except Exception as error:  # noqa: BLE001  (any refusal is an answer)
+        return {"error": f"{type(error).__name__}: {str(error).splitlines()[0][:160]}"}
+
+
+def _shown(path):
+    """A path as the record shows it: from the repository's root when it lies inside."""
+    path = Path(path).resolve()
+    return str(path.relative_to(HERE.parents[2])) if path.is_relative_to(HERE.parents[2]) else str(path)
+
+
+def _import_hf(path):
+    spec = importlib.util.spec_from_file_location("hf", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def check(hf_path):
+    """Check hf.py (load and save) against transformers and write transformers_check.json; return the record."""
+    hf = _import_hf(hf_path)
+    record = {"date": datetime.date.today().isoformat(), "python": platform.python_version(),
+              "torch": torch.__version__, "transformers": transformers.__version__, "numpy": np.__version__,
+              "hf.py": _shown(hf_path), "fixtures": {}, "config_cases": {}}
+    skip = {"dtype", "torch_dtype", "transformers_version", "_name_or_path"}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in MODELS:
+            ids = torch.tensor(np.load(HERE / name / "ids.npy")).long()
+            theirs = transformers.AutoModelForCausalLM.from_pretrained(
+                HERE / name, attn_implementation="eager", dtype=torch.float32).state_dict()
+            given = transformers.AutoConfig.from_pretrained(HERE / name).to_dict()
+            cfg, weights = hf.load(HERE / name)
+            for how, shard_bytes in (("one file", 2 * 2**30), ("shards of 100 kB", 100_000)):
+                out = hf.save(Path(tmp) / f"{name}-{shard_bytes}", cfg, weights, max_shard_bytes=shard_bytes)
+                model = transformers.AutoModelForCausalLM.from_pretrained(
+                    out, attn_implementation="eager", dtype=torch.float32).eval()
+                with torch.no_grad():
+                    logits = model(ids).logits.numpy()
+                mine = model.state_dict()
+                read = transformers.AutoConfig.from_pretrained(out).to_dict()
+                record["fixtures"].setdefault(name, {})[how] = {
+                    "largest logit gap": float(np.abs(logits - np.load(HERE / name / "logits.npy")).max()),
+                    "largest weight gap": max(float((mine[k] - theirs[k]).abs().max()) for k in theirs),
+                    "same tensor names": sorted(mine) == sorted(theirs),
+                    "config fields that differ": sorted(k for k in given.keys() | read.keys()
+                                                        if k not in skip and given.get(k) != read.get(k)),
+                    "sha256": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.iterdir())}}
+    for case, config in _config_cases().items():
+        record["config_cases"][case] = {"config": config, "transformers": transformers_reading(config)}
+    (HERE / "transformers_check.json").write_text(json.dumps(record, indent=1) + "\n")
+    for name, hows in record["fixtures"].items():
+        for how, result in hows.items():
+            print(f"{name}, {how}: logits gap {result['largest logit gap']:.1e}, weights gap "
+                  f"{result['largest weight gap']:.1e}, config fields that differ: "
+                  f"{result['config fields that differ']}")
+    for case, result in record["config_cases"].items():
+        print(f"{case}: {result['transformers']}"[:150])
+    print("written", HERE / "transformers_check.json")
+    return record
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--check", nargs=2, metavar=("SAVED", "NAME"), help="check a folder hf.save wrote")
+    parser.add_argument("--check", action="store_true", help="check notebook 16's hf.py against transformers")
+    parser.add_argument("--hf", default=str(HERE.parents[2] / "notebooks" / "scripts" / "hf.py"),
+                        help="the hf.py to check (notebook 16's configuration cell writes notebooks/scripts/hf.py)")
     parser.add_argument("--only", metavar="NAME", choices=MODELS, help="make this fixture only")
     args = parser.parse_args()
-    check(*args.check) if args.check else main(args.only)
+    if args.check and not Path(args.hf).is_file():
+        sys.exit(f"make_reference.py: {args.hf} does not exist: run notebook 16's configuration cell, or give --hf")
+    check(args.hf) if args.check else main(args.only)
