@@ -35,6 +35,7 @@ _out = {"mfu": MFU, "tp_ratio": statistics.median(ratios) if ratios else None,
         "tick": TICK}
 if PIPELINE:
     _out.update(idle={str(m): IDLE[m] for m in MICRO}, bubble={str(m): BUBBLE[m] for m in MICRO},
+                model={str(m): MODEL[m] for m in MICRO},
                 tolerance=TOLERANCE, busy={f"{m},{r}": v for (m, r), v in BUSY.items()},
                 shifted={f"{m},{r}": v for (m, r), v in SHIFTED.items()})
 print("FIGURES " + _json.dumps(_out))
@@ -69,10 +70,10 @@ def margins(line: dict) -> dict:
 
     out = {"MFU < 1": 1 / line["mfu"], "planner 1/3..3": band(line["planner_ratio"], 1 / 3, 3)}
     if line.get("tp_ratio"):
-        out["trace/counter 1/2..2"] = band(line["tp_ratio"], 1 / 2, 2)
+        out["trace/counter 1/2.5..2.5"] = band(line["tp_ratio"], 1 / 2.5, 2.5)
     if "idle" in line:
         for m, idle in line["idle"].items():
-            gap = abs(idle - line["bubble"][m])
+            gap = abs(idle - line["model"][m])
             out[f"bubble M={m} ±{line['tolerance']:.0%}"] = line["tolerance"] / gap if gap else math.inf
         worst = max(line["busy"].values())
         out["waits in gaps (≤1%)"] = 0.01 / worst if worst else math.inf
@@ -102,11 +103,11 @@ def report(path: Path) -> None:
         for name in names:
             values = [margins(r)[name] for r in with_figures if name in margins(r)]
             print(f"| {name} | {min(values):.2f} | {statistics.median(values):.2f} |")
-        print("\n| run | load | trace/counter | idle M=1 / M=4 | operators in waits | shifted | "
+        print("\n| run | load | trace/counter | idle M=1 / M=4 (1F1B model) | operators in waits | shifted | "
               "all-reduce α ms, β MB/s | points on the tick | planner |\n|---|---|---|---|---|---|---|---|---|")
         for i, r in enumerate(with_figures, 1):
             ar = r["fits"].get("all_reduce", {})
-            idle = " / ".join(f"{v:.0%}" for v in r.get("idle", {}).values()) or "-"
+            idle = " / ".join(f"{v:.0%} ({r['model'][m]:.0%})" for m, v in r.get("idle", {}).items()) or "-"
             ticked = sum(f["left_out"] for f in r["fits"].values())
             busy = f"{max(r['busy'].values()):.2%}" if "busy" in r else "-"
             shifted = f"{min(r['shifted'].values()):.0%}" if "shifted" in r else "-"
