@@ -37,7 +37,7 @@ if PIPELINE:
     _out.update(idle={str(m): IDLE[m] for m in MICRO}, bubble={str(m): BUBBLE[m] for m in MICRO},
                 model={str(m): MODEL[m] for m in MICRO},
                 tolerance=TOLERANCE, busy={f"{m},{r}": v for (m, r), v in BUSY.items()},
-                outside={f"{m},{r}": v for (m, r), v in OUTSIDE.items()})
+                outside={f"{m},{r}": v for (m, r), v in ELSEWHERE.items()})
 print("FIGURES " + _json.dumps(_out))
 """
 
@@ -77,7 +77,7 @@ def margins(line: dict) -> dict:
             out[f"bubble M={m} ±{line['tolerance']:.0%}"] = line["tolerance"] / gap if gap else math.inf
         worst = max(line["busy"].values())
         out["waits in gaps (≤1%)"] = 0.01 / worst if worst else math.inf
-        out["control: operators outside the waits > 25%"] = min(line["outside"].values()) / 0.25
+        out["control: operators outside the waits > 5%"] = min(line["outside"].values()) / 0.05
         idles = list(line["idle"].values())
         out["idle falls with M"] = idles[0] / idles[-1]
     return out
@@ -103,8 +103,9 @@ def report(path: Path) -> None:
         for name in names:
             values = [margins(r)[name] for r in with_figures if name in margins(r)]
             print(f"| {name} | {min(values):.2f} | {statistics.median(values):.2f} |")
-        print("\n| run | load | trace/counter | idle M=1 / M=4 (1F1B model) | operators in waits | operators outside them | "
-              "all-reduce α ms, β MB/s | points on the tick | planner |\n|---|---|---|---|---|---|---|---|---|")
+        print("\n| run | load | trace/counter | idle M=1 / M=4 (1F1B model) | operators in waits "
+              "| operators outside them | all-reduce α ms, β MB/s | points on the tick | planner |\n"
+              "|---|---|---|---|---|---|---|---|---|")
         for i, r in enumerate(with_figures, 1):
             ar = r["fits"].get("all_reduce", {})
             idle = " / ".join(f"{v:.0%} ({r['model'][m]:.0%})" for m, v in r.get("idle", {}).items()) or "-"
