@@ -69,6 +69,8 @@ def margins(line: dict) -> dict:
         return min(high / x, x / low) if x and x > 0 else float("nan")
 
     out = {"MFU < 1": 1 / line["mfu"], "planner 1/3..3": band(line["planner_ratio"], 1 / 3, 3)}
+    if line.get("hidden") is not None:     # hidden share < 1.5; it is near zero or below on CPU
+        out["overlap: hidden < 150%"] = 1.5 / line["hidden"] if line["hidden"] > 0 else math.inf
     if line.get("tp_ratio"):
         out["trace/counter 1/2.5..2.5"] = band(line["tp_ratio"], 1 / 2.5, 2.5)
     if "idle" in line:

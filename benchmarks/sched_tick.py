@@ -89,7 +89,7 @@ def report(path: Path) -> None:
             for s in SIZES:
                 times = [t for r in runs for t in r["ms"][str(s)]]
                 cells.append(f"{statistics.median(times):.2f} ({min(times):.2f}..{max(times):.2f})")
-            print(f"| {'busy loop on each core' if busy else 'quiet'} | {policy} | " + " | ".join(cells) + " |")
+            print(f"| {'busy loop on each core' if busy else 'no busy loop'} | {policy} | " + " | ".join(cells) + " |")
 
 
 def main() -> int:
