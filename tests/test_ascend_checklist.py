@@ -575,7 +575,7 @@ def exchanges_of_15(source: str, script: str) -> Replay:
 
 
 def exchanges_and_pipeline_of_15(source: str, script: str) -> Replay:
-    """Notebook 15's two point-to-point parts: exchanges_of_15, then its pipeline step, pipeline(ids, targets) with
+    """Notebook 15's two point-to-point parts: exchanges_of_15, then its pipeline step, pipeline(ids, targets, M) with
     its send, recv and isend (1F1B over two stages, each pair of ranks r, r XOR 1 a pipeline), on every rank of P = 2,
     4, 6, 8 (the script runs it only at an even rank count), M = 1..16 micro-batches."""
     yield from exchanges_of_15(source, script)
@@ -584,10 +584,10 @@ def exchanges_and_pipeline_of_15(source: str, script: str) -> Replay:
         for micro in range(1, 17):
             wires = [Wire(script) for _ in range(size)]
             for rank, wire in enumerate(wires):
-                code.update(rank=rank, dist=wire, STAGE=rank % 2, PEER=rank ^ 1, M=micro, P2P={"seconds": 0.0},
+                code.update(rank=rank, dist=wire, STAGE=rank % 2, PEER=rank ^ 1, P2P={"seconds": 0.0, "waits": []},
                             cfg={"seq": 1, "dim": 1}, stage_forward=lambda x: x,
                             pp_grad=lambda x, dy, first=rank % 2 == 0: (tensor(0.0), [] if first else (x, [])))
-                code["pipeline"](np.zeros((micro, 1, 1), np.float32), np.zeros((micro, 1, 1), np.float32))
+                code["pipeline"](np.zeros((micro, 1, 1), np.float32), np.zeros((micro, 1, 1), np.float32), micro)
             yield f"pipeline, P = {size}, M = {micro}", wires
 
 
