@@ -82,7 +82,8 @@ def main():
               "--steps", args.steps)
     variants = {"before (NumPy Adam, float32)": ("before", ()),
                 "after, float32 (ZeRO-1 AdamW)": ("after", ("--tokens", work / "tokens.npy")),
-                "after, float16 amp (ZeRO-1 AdamW)": ("after", ("--tokens", work / "tokens.npy", "--precision", "fp16"))}
+                "after, float16 amp (ZeRO-1 AdamW)": ("after", ("--tokens", work / "tokens.npy",
+                                                                "--precision", "fp16"))}
     results = {name: {"step_s": [], "peak_mb": [], "load": []} for name in variants}
     for round_ in range(args.rounds):
         for name, (folder, extra) in variants.items():
