@@ -65,9 +65,10 @@ def siblings(notebook: str) -> set[str]:
         Path(name).stem for name in borrowed_scripts(notebook)}
 
 
-# A module its notebook's scripts import is tested through them, not launched on its own.
-MODULES = {(nb, name) for nb, name in SCRIPTS
-           if any(Path(name).stem in imported_modules(source) for (other, _), source in SCRIPTS.items() if other == nb)}
+# A module that scripts import (its notebook's, or a later notebook's that copies it: notebook 16's hf.py is imported by
+# notebook 17's train_hf.py) is tested through them, not launched on its own.
+IMPORTED = {stem for source in SCRIPTS.values() for stem in imported_modules(source)}
+MODULES = {(nb, name) for nb, name in SCRIPTS if Path(name).stem in IMPORTED}
 LAUNCHED = sorted(key for key in set(SCRIPTS) - MODULES if Path(key[1]).name not in PREPARATION)
 
 
