@@ -66,6 +66,7 @@ def main():
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--before", default="5a73797", help="the git revision before issue 54 (main at its start)")
     parser.add_argument("--dir", default="/tmp/hf_job")
+    parser.add_argument("--only", help="run the variants whose name contains this text (e.g. after)")
     args = parser.parse_args()
     work = Path(args.dir)
     shutil.rmtree(work, ignore_errors=True)
@@ -88,6 +89,7 @@ def main():
                 "after, float32 (ZeRO-1 AdamW)": ("after", ("--tokens", work / "tokens.npy")),
                 "after, float16 amp (ZeRO-1 AdamW)": ("after", ("--tokens", work / "tokens.npy",
                                                                 "--precision", "fp16"))}
+    variants = {name: v for name, v in variants.items() if args.only is None or args.only in name}
     results = {name: {"step_s": [], "peak_mb": [], "load": []} for name in variants}
     for round_ in range(args.rounds):
         for name, (folder, extra) in variants.items():
