@@ -20,7 +20,8 @@ them), vocabulary 256 (byte ids), hidden 128, 2 layers (1.7 MB). `--only NAME` m
 
 checks notebook 16's scripts/hf.py (written by the notebook's configuration cell) against `transformers`, and
 records the result in tests/data/hf/transformers_check.json (date, versions, every figure below):
-1. each of the four fixtures, read by hf.load and written by hf.save in one file and in shards of 100 kB, is loaded
+1. each of the four fixtures, read by hf.load and written by hf.save (in its own dtype: the mistral in bfloat16) in
+   one file and in shards of 100 kB, is loaded
    by transformers (float32, eager attention): its logits on ids.npy against logits.npy, its weights against
    transformers' own load of the fixture, its config against the fixture's as transformers reads both; and the
    sha256 of every file hf.save wrote, so that tests/test_hf.py can tell when hf.save writes other bytes (then run
