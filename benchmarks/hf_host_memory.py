@@ -1,14 +1,17 @@
-"""Notebook 16's train_hf.py: peak host memory per rank on a model large enough to see the model in it. Run by hand.
+"""Notebook 17's train_hf.py (notebook 16's until issue 54): peak host memory per rank on a model large enough to see
+the model in it. Run by hand.
 
-    .venv/bin/python benchmarks/hf_host_memory.py [--notebook notebooks/16_your_model.ipynb] [--dir /tmp/hf_host_memory]
+    .venv/bin/python benchmarks/hf_host_memory.py [--notebook notebooks/17_training_job.ipynb] [--dir DIR]
 
 An 88.5-million-parameter Llama-style model (vocabulary 32768, hidden 896, 2 layers, 14 heads, 2 key/value heads,
 MLP 4864, sequences of 64: 338 MiB in float32), written as the notebook writes its model (config.json and
 weights.npz). Two jobs at 2 ranks with the notebook's scripts: a fresh run on 2x1x1 (batch 4, 2 steps, saved after
 each), then a resharded resume of step 1 on 1x2x1. Each rank's peak resident memory, as the script records it:
 peak_mb (VmHWM on CPU) and, where the script records it, host_mb (ru_maxrss after init(), after loading, at the
-end). --notebook takes another version of the notebook (for example `git show main:notebooks/16_your_model.ipynb`)
-to compare before and after a change. The machine's other load moves the times, not the memory.
+end). --notebook takes another version of the notebook (for example `git show main:notebooks/17_training_job.ipynb`)
+to compare before and after a change. The machine's other load moves the times, not the memory. The token ids are
+random over the vocabulary (the figures are memory, not learning). benchmarks/hf_job.py compares step time and
+memory before and after issue 54.
 """
 import argparse
 import json
@@ -29,15 +32,17 @@ CONFIG = {"vocab": 32768, "dim": 896, "layers": 2, "heads": 14, "kv_heads": 2, "
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--notebook", default=str(ROOT / "notebooks" / "16_your_model.ipynb"))
+    parser.add_argument("--notebook", default=str(ROOT / "notebooks" / "17_training_job.ipynb"))
     parser.add_argument("--dir", default="/tmp/hf_host_memory")
     args = parser.parse_args()
     work = Path(args.dir)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     scripts = {**notebook_scripts(ROOT / "notebooks" / "11_gpt_tensor_parallel.ipynb"),
-               **notebook_scripts(args.notebook)}
-    for name in ("scripts/gpt.py", "scripts/hf.py", "scripts/dcp.py", "scripts/train_hf.py"):
+               **notebook_scripts(ROOT / "notebooks" / "12_3d_parallelism.ipynb"),
+               **notebook_scripts(ROOT / "notebooks" / "16_your_model.ipynb"), **notebook_scripts(args.notebook)}
+    for name in ("scripts/gpt.py", "scripts/pipeline.py", "scripts/zero.py", "scripts/hf.py", "scripts/dcp.py",
+                 "scripts/train_hf.py"):
         (work / Path(name).name).write_text(scripts[name])
     sys.path.insert(0, str(work))
     import gpt
@@ -47,10 +52,13 @@ def main():
     (work / "config.json").write_text(json.dumps(CONFIG))
     np.savez(work / "weights.npz", **weights)
     del weights
+    np.save(work / "tokens.npy", np.random.default_rng(0).integers(0, CONFIG["vocab"], 100_000).astype(np.int32))
     model = ("--config", work / "config.json", "--weights", work / "weights.npz", "--batch", 4)
-    fresh = launch(work / "train_hf.py", *model, "--layout", "2x1x1", "--steps", 2, "--save-at", "1,2",
+    tokens = ("--tokens", work / "tokens.npy")
+    fresh = launch(work / "train_hf.py", *model, *tokens, "--layout", "2x1x1", "--steps", 2, "--save-at", "1,2",
                    "--save", "checkpoints", name="bench-host-fresh", workers=2, timeout=300, quiet=True).check()
-    resumed = launch(work / "train_hf.py", "--resume", fresh.run_dir / "checkpoints" / "step_1", "--layout", "1x2x1",
+    resumed = launch(work / "train_hf.py", "--resume", fresh.run_dir / "checkpoints" / "step_1", *tokens,
+                     "--layout", "1x2x1",
                      "--steps", 2, "--save-at", 2, "--save", "checkpoints", name="bench-host-resumed", workers=2,
                      timeout=300, quiet=True).check()
     for name, run in (("fresh 2x1x1", fresh), ("resharded 1x2x1", resumed)):

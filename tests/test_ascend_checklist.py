@@ -468,51 +468,21 @@ def pipeline_of_10(source: str, script: str) -> Replay:
                 yield f"{name}, S = {stages}, M = {micro}", wires
 
 
-class Stage:
-    def __init__(self, first, last):
-        self.first, self.last = first, last
-
-    def __call__(self, x):
-        return x
-
-
 def pipeline_of_12(source: str, script: str) -> Replay:
-    """Notebook 12's MeshRun.micro_batches with its send and recv (1F1B between pipeline stages), on every rank of
-    every mesh dp x pp x tp of up to 8 ranks, each rank placed by the script's mesh_groups, M = 1..16 micro-batches."""
-    code = definitions(source, script, Tensor=tensor, DEVICE="CPU")
-    mesh_run, one_f_one_b = code["MeshRun"], code["one_f_one_b"]
-    meshes = [(dp, pp, tp) for dp in range(1, 9) for pp in range(1, 9) for tp in range(1, 9) if dp * pp * tp <= 8]
-    for dp, pp, tp in meshes:
-        for micro in range(1, 17):
-            wires = [Wire(script) for _ in range(dp * pp * tp)]
-            for rank, wire in enumerate(wires):
-                code.update(rank=rank, dist=wire)
-                (_, p, _), _, _ = code["mesh_groups"](dp, pp, tp, "replay")
-                run, last = mesh_run.__new__(mesh_run), p == pp - 1
-                run.__dict__.update(
-                    dp=dp, pp=pp, tp=tp, order=one_f_one_b(p, pp, micro),
-                    next_order=[] if last else one_f_one_b(p + 1, pp, micro), stage=Stage(p == 0, last), micro=1,
-                    shape=(1, 1), held_peak=0, pending=[], timed=lambda kind, nbytes, fn, *args: fn(*args),
-                    grad_fn=lambda x, dy, first=p == 0: (tensor(0.0), [] if first else (x, [])))
-                run.micro_batches(np.zeros((micro, 1), np.float32), np.zeros((micro, 1), np.float32))
-            yield f"mesh {dp}x{pp}x{tp}, M = {micro}", wires
-
-
-def pipeline_of_16(source: str, script: str) -> Replay:
-    """Notebook 16's pipeline(inputs, targets) with its send and recv (notebook 12's 1F1B loop, repeated there), on
-    every rank of every mesh dp x pp x tp of up to 8 ranks, each rank at its stage p = rank // (dp * tp) as the script
-    places it, M = 1..16 micro-batches."""
+    """Notebook 12's pipeline.py, run_1f1b with its send, recv and waits (1F1B between pipeline stages), on every rank
+    of every mesh dp x pp x tp of up to 8 ranks, each rank at the stage p = rank // (dp * tp) and with the peers
+    rank -+ dp * tp that train_3d.py (MeshRun) and notebook 17's train_hf.py give it, M = 1..16 micro-batches."""
     code = definitions(source, script, Tensor=tensor)
     meshes = [(dp, pp, tp) for dp in range(1, 9) for pp in range(1, 9) for tp in range(1, 9) if dp * pp * tp <= 8]
     for dp, pp, tp in meshes:
         for micro in range(1, 17):
             wires = [Wire(script) for _ in range(dp * pp * tp)]
             for rank, wire in enumerate(wires):
-                p = rank // (dp * tp)
-                code.update(rank=rank, dist=wire, dp=dp, pp=pp, tp=tp, p=p, MICRO=micro, cfg={"seq": 1, "dim": 1},
-                            stage=lambda x: x,
-                            grad_fn=lambda x, dy, first=p == 0: (tensor(0.0), [] if first else (x, [])))
-                code["pipeline"](np.zeros((micro, 1, 1), np.float32), np.zeros((micro, 1, 1), np.float32))
+                p, stride = rank // (dp * tp), dp * tp
+                code["dist"] = wire
+                code["run_1f1b"](p, pp, micro, lambda x: x, lambda x, dy, first=p == 0: (
+                    tensor(0.0), [] if first else (x, [])), np.zeros((micro, 1), np.float32),
+                    np.zeros((micro, 1), np.float32), rank - stride, rank + stride, (1,))
             yield f"mesh {dp}x{pp}x{tp}, M = {micro}", wires
 
 
@@ -575,30 +545,33 @@ def exchanges_of_15(source: str, script: str) -> Replay:
 
 
 def exchanges_and_pipeline_of_15(source: str, script: str) -> Replay:
-    """Notebook 15's two point-to-point parts: exchanges_of_15, then its pipeline step, pipeline(ids, targets) with
-    its send, recv and isend (1F1B over two stages, each pair of ranks r, r XOR 1 a pipeline), on every rank of P = 2,
-    4, 6, 8 (the script runs it only at an even rank count), M = 1..16 micro-batches."""
+    """Notebook 15's two point-to-point parts: exchanges_of_15, then its pipeline step, pipeline(ids, targets, M),
+    which runs notebook 12's run_1f1b (pipeline.py, replayed with it) with speed.py's p2p counter around each send,
+    recv and wait (1F1B over two stages, each pair of ranks r, r XOR 1 a pipeline), on every rank of P = 2, 4, 6, 8
+    (the script runs it only at an even rank count), M = 1..16 micro-batches."""
     yield from exchanges_of_15(source, script)
-    code = definitions(source, script, Tensor=tensor)
+    schedule = definitions(SCRIPTS[PIPELINE], PIPELINE[1], Tensor=tensor)
+    code = definitions(source, script, Tensor=tensor, run_1f1b=schedule["run_1f1b"])
     for size in (2, 4, 6, 8):
         for micro in range(1, 17):
             wires = [Wire(script) for _ in range(size)]
             for rank, wire in enumerate(wires):
-                code.update(rank=rank, dist=wire, STAGE=rank % 2, PEER=rank ^ 1, M=micro, P2P={"seconds": 0.0},
+                schedule["dist"] = wire
+                code.update(rank=rank, dist=wire, STAGE=rank % 2, PEER=rank ^ 1, P2P={"seconds": 0.0, "waits": []},
                             cfg={"seq": 1, "dim": 1}, stage_forward=lambda x: x,
                             pp_grad=lambda x, dy, first=rank % 2 == 0: (tensor(0.0), [] if first else (x, [])))
-                code["pipeline"](np.zeros((micro, 1, 1), np.float32), np.zeros((micro, 1, 1), np.float32))
+                code["pipeline"](np.zeros((micro, 1, 1), np.float32), np.zeros((micro, 1, 1), np.float32), micro)
             yield f"pipeline, P = {size}, M = {micro}", wires
 
 
+PIPELINE = ("12_3d_parallelism.ipynb", "scripts/pipeline.py")   # the series' one 1F1B schedule
 REPLAYS = {
     ("08_dynamic_graph_path.ipynb", "scripts/pynative_collectives.py"): ring_of_08,
     ("10_pipeline_parallelism.ipynb", "scripts/pipeline_by_hand.py"): pipeline_of_10,
-    ("12_3d_parallelism.ipynb", "scripts/train_3d.py"): pipeline_of_12,
+    ("12_3d_parallelism.ipynb", "scripts/pipeline.py"): pipeline_of_12,
     ("13_mixture_of_experts.ipynb", "scripts/moe.py"): all_to_all_of_13,
     ("14_long_sequences.ipynb", "scripts/context.py"): ring_of_14,
     ("15_speed.ipynb", "scripts/speed.py"): exchanges_and_pipeline_of_15,
-    ("16_your_model.ipynb", "scripts/train_hf.py"): pipeline_of_16,
 }
 
 
@@ -681,19 +654,25 @@ def test_the_order_guard_reports_a_ring_where_every_rank_sends_first():
 
 
 def test_the_order_guard_reports_a_pipeline_that_sends_before_it_receives():
-    key = ("15_speed.ipynb", "scripts/speed.py")
-    receive = "            p2p(dist.recv, buffer, PEER)     # micro-batch m's gradient\n"
-    send = ("            if following is not None:\n"
-            "                pending.append(p2p(dist.isend, following, PEER))\n")
+    key = PIPELINE   # notebooks 12, 15 and 17 run this one schedule
+    receive = "        dy = Tensor(targets[part]) if p == pp - 1 else recv(next_rank)\n"
+    send = ("        if waiting is not None:\n"
+            "            pending.append(p2p(\"send\", dist.isend, waiting, next_rank))\n"
+            "            waiting = None\n")
     assert SCRIPTS[key].count(receive + send) == 1, "the pipeline's order is written another way now: update this"
-    broken = SCRIPTS[key].replace(receive + send, send + receive)
-    problems = replay_problems(key, broken, exchanges_and_pipeline_of_15)
-    # Both sends go through p2p(), the script's timer: the replay names its line, where dist.isend is called.
-    line = next(i for i, text in enumerate(broken.splitlines(), 1) if "out = fn(*fn_args)" in text)
-    assert problems and problems[0].startswith(
-        f"15_speed.ipynb, scripts/speed.py, pipeline, P = 2, M = 2: the order does not complete if every send waits "
-        f"for its receive (HCCL may): rank 0 at line {line} (send to rank 1); rank 1 at line {line} (send to rank 0).")
-    assert replay_problems(key, SCRIPTS[key], exchanges_and_pipeline_of_15) == []
+    broken = SCRIPTS[key].replace(receive + send, send + receive)   # the held-back activation sent too early
+    problems = replay_problems(key, broken, pipeline_of_12)
+    # Every send goes through p2p (pipeline.py's default, `call`): the replay names its line, where isend is called.
+    line = next(i for i, text in enumerate(broken.splitlines(), 1) if "return fn(*fn_args)" in text)
+    assert problems and problems[0] == (
+        f"12_3d_parallelism.ipynb, scripts/pipeline.py, mesh 1x2x1, M = 2: the order does not complete if every send "
+        f"waits for its receive (HCCL may): rank 0 at line {line} (send to rank 1); rank 1 at line {line} (send to "
+        "rank 0). Fix: send to the rank that receives it, and order each exchange so that one side receives while the "
+        "other sends (e.g. even ranks send first, odd ranks receive first; the lower rank of a pair sends first); "
+        "check it with helpers.rendezvous.")
+    assert replay_problems(key, SCRIPTS[key], pipeline_of_12) == []
+    assert replay_problems(("15_speed.ipynb", "scripts/speed.py"), SCRIPTS[("15_speed.ipynb", "scripts/speed.py")],
+                           exchanges_and_pipeline_of_15) == []
 
 
 def test_the_order_guard_reports_a_script_whose_order_nobody_checks():

@@ -1,4 +1,4 @@
-"""Notebook 16's dcp.py, the distributed checkpoint, in one process (no msrun).
+"""Notebook 17's dcp.py, the distributed checkpoint, in one process (no msrun).
 
 Two classes of mistake: a write that a power loss can undo after the marker vouched for it (every file, layout.json
 and the marker are flushed with os.fsync, and their folder after them, before the next one is written), and a
@@ -17,7 +17,7 @@ import pytest
 
 from helpers.scripts import import_cells, notebook_scripts
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "16_your_model.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "17_training_job.ipynb"
 
 
 @pytest.fixture(scope="module")

@@ -296,7 +296,7 @@ BAD = {
         (8).to_bytes(8, "little") + b"[1, 2]  ") and f)(_copy(tmp, name)), ["model.safetensors", "JSON object"]),
     "truncated header": ("qwen2_tied", lambda tmp, name: (lambda f: (f / "model.safetensors").write_bytes(
         (f / "model.safetensors").read_bytes()[:100]) and f)(_copy(tmp, name)), ["model.safetensors", "truncated"]),
-    # mixtures of experts and what gpt.py does not implement (notebook 17)
+    # mixtures of experts and what gpt.py does not implement (notebook 18)
     "deepseek_v3": ("qwen3_moe", _edit_config(lambda c: {**c, "model_type": "deepseek_v3", "kv_lora_rank": 512}),
                     ["config.json", "model_type", "deepseek_v3", "kv_lora_rank", "n_shared_experts"]),
     "qwen2_moe": ("qwen3_moe", _edit_config(lambda c: {**c, "model_type": "qwen2_moe"}),
@@ -421,11 +421,11 @@ def test_save_refuses_then_overwrites_atomically(hf, tmp_path, monkeypatch):
         hf.save(out, cfg, {k: v for k, v in weights.items() if k != "layers.1.attn.wq.weight"}, overwrite=True)
     written = []
 
-    def fails_on_the_second(path, tensors):   # a disk that fills up halfway
+    def fails_on_the_second(path, tensors, dtype):   # a disk that fills up halfway
         if written:
             raise OSError("No space left on device")
         written.append(path)
-        real(path, tensors)
+        real(path, tensors, dtype)
 
     real = hf.write_safetensors
     monkeypatch.setattr(hf, "write_safetensors", fails_on_the_second)
@@ -496,3 +496,93 @@ def test_hf_names_gives_the_shapes_gpt_builds(modules):
     for cfg in [gpt.CONFIG, *(hf.load(FIXTURES / name)[0] for name in NAMES)]:
         table = {mine: shape for mine, (_, shape) in hf.hf_names(cfg).items()}
         assert table == {name: w.shape for name, w in gpt.init_weights(cfg).items()}, cfg.get("hf_config", "gpt")
+
+
+# ---- the model's own dtype out (notebook 16): the writer's bytes are the safetensors library's
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_the_writer_writes_what_the_safetensors_library_writes(hf, tmp_path, dtype):
+    """Every fixture, in every dtype hf.save writes, byte for byte as safetensors.numpy.save writes the same tensors
+    narrowed by MindSpore's cast (bfloat16: NumPy has none) or NumPy's (float16): the rounding is checked too, on
+    values moved off the bfloat16 grid."""
+    import mindspore as ms
+    from safetensors.numpy import save
+    narrow = {"float32": lambda a: a, "float16": lambda a: a.astype(np.float16),
+              "bfloat16": lambda a: ms.Tensor(a).astype(ms.bfloat16).asnumpy()}[dtype]
+    for name in NAMES:
+        cfg, weights = hf.load(FIXTURES / name)
+        tensors = {name: part * np.float32(1.001) for mine, (theirs, _) in hf.hf_names(cfg).items()
+                   for name, part in hf.pieces(theirs, weights[mine])}   # an expert's weight: a tensor of its own
+        hf.write_safetensors(tmp_path / "ours.safetensors", tensors, dtype)
+        library = save({k: narrow(a) for k, a in tensors.items()}, metadata={"format": "pt"})
+        assert (tmp_path / "ours.safetensors").read_bytes() == library, (name, dtype)
+
+
+def test_save_writes_the_dtype_the_model_came_in(hf, tmp_path):
+    """A bfloat16 folder goes out in bfloat16 with config.json's dtype kept, bit for bit; float32 on request; a value
+    float16 cannot hold, or a dtype save does not write, is refused in one line."""
+    cfg, weights = hf.load(FIXTURES / "mistral_bf16")
+    assert cfg["dtype"] == "bfloat16" and hf.load(FIXTURES / "llama_gqa")[0]["dtype"] == "float32"
+    for dtype, stored in ((None, "BF16"), ("float32", "F32"), ("float16", "F16")):
+        out = hf.save(tmp_path / str(dtype), cfg, weights, dtype=dtype)
+        raw = (out / "model.safetensors").read_bytes()
+        header = json.loads(raw[8:8 + int.from_bytes(raw[:8], "little")])
+        assert {v["dtype"] for k, v in header.items() if k != "__metadata__"} == {stored}, dtype
+        config = json.loads((out / "config.json").read_text())
+        assert config["dtype"] == (dtype or "bfloat16"), config["dtype"]
+        back = hf.load(out)[1]
+        assert all(np.array_equal(back[k], w) for k, w in weights.items()) or dtype == "float16", dtype
+    assert (tmp_path / "None" / "model.safetensors").stat().st_size < \
+        0.51 * (tmp_path / "float32" / "model.safetensors").stat().st_size, "bfloat16 takes half the bytes"
+    with pytest.raises(hf.HFError, match=r"weights: model.embed_tokens.weight overflows float16 .*dtype=\"float32\""):
+        hf.save(tmp_path / "big", cfg, {**weights, "embed": weights["embed"] * 1e6}, dtype="float16")
+    with pytest.raises(hf.HFError, match="dtype: 'int8' is not one save writes"):
+        hf.save(tmp_path / "int8", cfg, weights, dtype="int8")
+
+
+# ---- the tokenizer (notebook 16's tokens.py)
+
+@pytest.fixture(scope="module")
+def tokens(modules, tmp_path_factory):
+    saved = sys.modules.get("tokens")
+    source = notebook_scripts(HF_SOURCE)["scripts/tokens.py"]
+    yield import_cells(tmp_path_factory.mktemp("tokens") / "tokens.py", source)
+    if saved is None:
+        sys.modules.pop("tokens", None)
+    else:
+        sys.modules["tokens"] = saved
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_fixture_has_its_tokenizer(tokens, name):
+    """Each fixture's tokenizer covers its vocabulary exactly, gives back the corpus's text, and ends a document with
+    the end-of-text token config.json names (where it names one)."""
+    tokenizer, eos = tokens.load_tokenizer(FIXTURES / name)
+    config = json.loads((FIXTURES / name / "config.json").read_text())
+    assert tokenizer.get_vocab_size() == config["vocab_size"]
+    assert config.get("eos_token_id") in (None, eos)
+    text = tokens.documents()[0]
+    assert tokenizer.decode(tokenizer.encode(text, add_special_tokens=False).ids) == text
+    ids = tokens.tokenize(tokenizer, eos, tokens.documents()[:3])
+    assert ids.dtype == np.int32 and (ids == eos).sum() == 3 and ids[-1] == eos and ids.max() < config["vocab_size"]
+    assert (FIXTURES / name / "tokenizer.json").stat().st_size < 20_000, "the fixtures stay small"
+
+
+def test_a_folder_without_a_usable_tokenizer_is_refused(tokens, tmp_path):
+    folder = shutil.copytree(FIXTURES / "llama_gqa", tmp_path / "llama")
+    (folder / "tokenizer_config.json").unlink()
+    assert tokens.load_tokenizer(folder)[1] == 2, "without tokenizer_config.json: config.json's eos_token_id"
+    (folder / "config.json").write_text(json.dumps({**json.loads((folder / "config.json").read_text()),
+                                                    "eos_token_id": None}))
+    with pytest.raises(tokens.TokenizerError, match="no end-of-text token"):
+        tokens.load_tokenizer(folder)
+    (folder / "tokenizer_config.json").write_text(json.dumps({"eos_token": {"content": "<|im_end|>"}}))
+    with pytest.raises(tokens.TokenizerError, match="eos_token '<|im_end|>' is not in tokenizer.json"):
+        tokens.load_tokenizer(folder)
+    (folder / "tokenizer.json").write_text("{")
+    with pytest.raises(tokens.TokenizerError, match="not a tokenizer"):
+        tokens.load_tokenizer(folder)
+    (folder / "tokenizer.json").unlink()
+    with pytest.raises(tokens.TokenizerError, match=r"tokenizer.json: missing: .* copy tokenizer.json") as error:
+        tokens.load_tokenizer(folder)
+    assert "\n" not in str(error.value)

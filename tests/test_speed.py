@@ -6,14 +6,17 @@ import numpy as np
 import pytest
 
 from helpers.speed import (
+    busy_during,
     fit_latency_bandwidth,
+    hccl_test_points,
     is_communication,
+    on_tick_grid,
     op_type,
     op_types,
     operators,
+    scheduler_tick,
     time_split,
     trace_events,
-    waits,
 )
 
 
@@ -70,13 +73,32 @@ def test_a_second_profile_folder_is_read(tmp_path):
         trace_events(rank_dir)
 
 
-def test_waits_are_the_long_gaps_between_operators(tmp_path):
-    events = trace_events(fake_profile(tmp_path))   # one gap between operators: 1500..1800 us
-    assert waits(events, longer=2e-4) == pytest.approx(3e-4) and waits(events, longer=4e-4) == 0.0
+def test_busy_during_is_the_operators_time_inside_the_intervals(tmp_path):
+    events = trace_events(fake_profile(tmp_path))   # operators 1000..1500 and 1800..2000 us; a gap 1500..1800
+    assert busy_during([(1.5e-3, 1.8e-3)], events) == pytest.approx(0.0), "a wait in the gap meets no operator"
+    assert busy_during([(1.4e-3, 1.9e-3)], events) == pytest.approx(2e-4), "100 us before the gap, 100 us after"
+    assert busy_during([(1.2e-3, 1.35e-3), (1.9e-3, 2.5e-3)], events) == pytest.approx(2.5e-4), "overlaps count once"
     scope = {"name": "Default", "type": "Default", "start": 0.0, "seconds": 1.0}   # PyNative's scope over a step
     assert operators([scope, *events]) == events
-    assert waits([scope, *events], longer=2e-4) == pytest.approx(3e-4), "the scope hides no gap"
-    assert waits([]) == 0.0
+    assert busy_during([(1.5e-3, 1.8e-3)], [scope, *events]) == pytest.approx(0.0), "the scope fills no gap"
+    assert busy_during([], events) == 0.0
+
+
+def test_calls_on_the_scheduler_tick_are_recognised():
+    tick = 4e-3   # CONFIG_HZ=250
+    # measured with a busy loop on each core beside a 2-rank job (benchmarks/RESULTS.md, section 15), in ms
+    waited = [15.98, 16.03, 12.15, 12.0, 15.81, 15.99, 15.98, 16.0, 12.02, 16.0, 15.97, 16.02, 15.97, 16.0, 12.17]
+    assert on_tick_grid([t / 1e3 for t in waited], tick)
+    # the same machine quiet: a 4 MB all-reduce near 12 ms, spread as real work spreads
+    quiet = [11.32, 11.7, 12.21, 12.2, 13.38, 11.96, 13.43, 11.67, 12.19, 12.52, 12.21, 11.88, 11.77, 11.81, 12.42]
+    assert not on_tick_grid([t / 1e3 for t in quiet], tick)
+    assert not on_tick_grid([0.25e-3] * 15, tick), "shorter than a tick is never on it"
+    assert not on_tick_grid([t / 1e3 for t in waited], None) and not on_tick_grid([], tick)
+
+
+def test_scheduler_tick_reads_the_kernel_configuration():
+    tick = scheduler_tick()
+    assert tick is None or tick in (1 / 100, 1 / 250, 1 / 300, 1 / 1000), tick
 
 
 def test_fit_recovers_alpha_and_beta():
@@ -86,3 +108,61 @@ def test_fit_recovers_alpha_and_beta():
     noisy = fit_latency_bandwidth(n, (1e-3 + n / 2e8) * np.array([1.2, 0.9, 1.1, 1.0, 0.8, 1.1, 1.0]))
     assert 0.1 < noisy["error"] < 0.5
     assert fit_latency_bandwidth([1, 2, 3], [3.0, 2.0, 1.0])["beta"] == float("inf")   # a falling slope
+
+
+# The Ascend layout: MindSpore 2.10's own profiler writers run on CANN-shaped rows (tests/ascend_profile.py says
+# where each part's shape comes from). The card did MatMul 200..250 and 700..800 us and an all-reduce 400..700.
+def test_a_cards_trace_is_split_by_canns_overlap_row(tmp_path):
+    from ascend_profile import write_ascend_profile
+
+    events = trace_events(write_ascend_profile(tmp_path / "rank_0"))
+    rows = {e["process"] for e in events}
+    assert {"MindSpore", "CANN", "Ascend Hardware", "Communication", "Overlap Analysis"} <= rows, rows
+    assert [e["thread"] for e in operators(events)] == ["Computing", "Communication", "Computing"], \
+        "only the overlap row's compute and communication: not Free, not the host's or the streams' duplicates"
+    split = time_split(events)
+    assert split["span"] == pytest.approx(600e-6, abs=1e-6)
+    assert split["communication"] == pytest.approx(300e-6, abs=1e-6), "HCCL's all-reduce, counted once"
+    assert split["compute"] == pytest.approx(150e-6, abs=1e-6), "Free (250..400 us) is not compute"
+    assert split["idle"] == pytest.approx(150e-6, abs=1e-6)
+    assert is_communication("hcom_allReduce__428_0_1") and is_communication("DistCommIrecv")
+    assert not is_communication("Computing") and not is_communication("MatMulV3")
+
+
+def test_a_cards_time_per_operator_type(tmp_path):
+    from ascend_profile import write_ascend_profile
+
+    rank_dir = write_ascend_profile(tmp_path / "rank_0")          # profiler level 0: kernel_details.csv only
+    rows = {r["type"]: r for r in op_types(rank_dir)}
+    assert rows["MatMul"]["calls"] == 2 and rows["MatMul"]["ms"] == pytest.approx(0.15)
+    assert rows["hcom_allReduce_"]["communication"] and rows["hcom_allReduce_"]["ms"] == pytest.approx(0.3)
+    statistic = write_ascend_profile(tmp_path / "rank_1", statistic=True)   # op_statistic.csv is read first
+    assert [(r["type"], r["calls"], r["ms"]) for r in op_types(statistic)] == [("MatMul", 2, 0.15)]
+    (tmp_path / "rank_2" / "profile" / "x_ascend_ms").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match="op_statistic.csv nor kernel_details.csv"):
+        op_types(tmp_path / "rank_2")
+
+
+# hccl_test's table as its source prints it (hicann/oam-tools, src/hccl_test/common/src/hccl_opbase_rootinfo_base.cc:
+# printf("%-17llu | %-14.2f | %-20.5f | success\n", ...)) and as its documentation shows it (docs/zh/hccl_test/
+# execution.md: header avg_time, right-aligned numbers).
+HCCL_TEST_SOURCE = """the minbytes is 8192, maxbytes is 67108864, iters is 20, warmup_iters is 5
+data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:
+8192              | 764.55         | 0.01071              | success
+67108864          | 2630.20        | 25.51474             | success
+"""
+HCCL_TEST_DOCUMENTED = """the minbytes is 8192, maxbytes is 67108864, iters is 20, warmup_iters is 5
+data_size(Bytes): |   avg_time(us): | alg_bandwidth(GB/s): | check_result:
+8192              |     764.55    |       0.00998        | success
+16384             |     858.80    |       0.01777        | failed
+67108864          |    2630.20    |      23.76245        | success
+"""
+
+
+def test_hccl_test_table_is_read_in_both_forms():
+    for text in (HCCL_TEST_SOURCE, HCCL_TEST_DOCUMENTED):
+        nbytes, seconds = hccl_test_points(text)
+        assert nbytes == [8192, 67108864], "a failed check's row is left out"
+        assert seconds == pytest.approx([764.55e-6, 2630.20e-6])
+    with pytest.raises(ValueError, match="no hccl_test table"):
+        hccl_test_points("mpirun: command not found\n")

@@ -23,6 +23,11 @@ from helpers.scripts import NOTEBOOKS, all_scripts, borrowed_scripts, notebook_s
 SCRIPTS = all_scripts()
 ALLOWED_TOP_LEVEL = {"mindspore", "numpy"} | set(sys.stdlib_module_names)
 
+# Scripts run once before a job with plain python, never by msrun, and what each may import beyond a worker's:
+# notebook 16's tokens.py tokenizes the corpus with the model's own tokenizer (Hugging Face's `tokenizers`), as
+# Megatron-LM's tools/preprocess_data.py does, so that the training job reads ids and needs no tokenizer.
+PREPARATION = {"tokens.py": {"tokenizers"}}
+
 # Scripts that need Ascend: on CPU each must stop at once with a message that names the limit.
 ASCEND_ONLY = {
     "semi_auto_parallel.py": "needs Ascend",
@@ -60,10 +65,11 @@ def siblings(notebook: str) -> set[str]:
         Path(name).stem for name in borrowed_scripts(notebook)}
 
 
-# A module its notebook's scripts import is tested through them, not launched on its own.
-MODULES = {(nb, name) for nb, name in SCRIPTS
-           if any(Path(name).stem in imported_modules(source) for (other, _), source in SCRIPTS.items() if other == nb)}
-LAUNCHED = sorted(set(SCRIPTS) - MODULES)
+# A module that scripts import (its notebook's, or a later notebook's that copies it: notebook 16's hf.py is imported by
+# notebook 17's train_hf.py) is tested through them, not launched on its own.
+IMPORTED = {stem for source in SCRIPTS.values() for stem in imported_modules(source)}
+MODULES = {(nb, name) for nb, name in SCRIPTS if Path(name).stem in IMPORTED}
+LAUNCHED = sorted(key for key in set(SCRIPTS) - MODULES if Path(key[1]).name not in PREPARATION)
 
 
 def test_a_script_written_in_pieces_is_read_back_whole(tmp_path):
@@ -99,7 +105,8 @@ LATER = {("11_gpt_tensor_parallel.ipynb", "scripts/gpt.py"): {"moe": ("13_mixtur
 
 @pytest.mark.parametrize("key", sorted(SCRIPTS), ids=lambda k: f"{k[0][:2]}-{Path(k[1]).name}")
 def test_scripts_import_only_mindspore_numpy_and_the_standard_library(key):
-    outside = imported_modules(SCRIPTS[key]) - ALLOWED_TOP_LEVEL - siblings(key[0]) - set(LATER.get(key, {}))
+    outside = (imported_modules(SCRIPTS[key]) - ALLOWED_TOP_LEVEL - siblings(key[0]) - set(LATER.get(key, {}))
+               - PREPARATION.get(Path(key[1]).name, set()))
     assert not outside, (f"{key[1]} imports {sorted(outside)}: a worker script may use only mindspore, numpy, "
                          "the standard library and the other scripts its notebook shows")
 
@@ -145,3 +152,20 @@ def test_script_runs_under_bare_msrun(key, tmp_path):
         assert "Traceback" not in logs, "the limit is named, not a stack trace"
     else:
         assert result.returncode == 0, f"msrun exit code {result.returncode}\n{result.stdout[-2000:]}\n{logs}"
+
+
+def test_a_preparation_script_runs_with_plain_python(tmp_path):
+    """tokens.py, as notebook 17 runs it before its job: a model folder in, the corpus's ids out; wrong arguments
+    and a folder without tokenizer.json stop with one line, not a stack trace."""
+    write_scripts("16_your_model.ipynb", tmp_path)
+    fixture = Path(__file__).resolve().parent / "data" / "hf" / "qwen2_tied"
+    run = [sys.executable, "tokens.py"]
+    done = subprocess.run([*run, str(fixture), "ids.npy"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "end-of-text id 0" in done.stdout, done.stderr[-2000:]
+    import numpy as np
+    ids = np.load(tmp_path / "ids.npy")
+    assert ids.dtype == np.int32 and ids.max() < 300 and (ids == 0).sum() >= 1
+    for args, reason in (([], "usage: python tokens.py MODEL_DIR tokens.npy"),
+                         ([str(tmp_path), "x.npy"], "tokenizer.json: missing")):
+        failed = subprocess.run([*run, *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert failed.returncode != 0 and reason in failed.stderr and "Traceback" not in failed.stderr, failed.stderr

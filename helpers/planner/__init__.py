@@ -46,6 +46,7 @@ from helpers.planner.memory import (
     plan_stages,
     recompute_mode,
     verdict,
+    weight_bytes,
     zero_stage,
 )
 from helpers.planner.search import distinct_layouts, layout_rank, no_fit_reason, search
@@ -64,5 +65,5 @@ __all__ = [
     "PEAK_FLOPS_ASSUMED", "PRECISIONS", "PlanError", "RECOMPUTE", "SCHEDULES", "USABLE", "activation_bytes",
     "bytes_per_param", "card_bytes", "communication_bytes", "constants", "distinct_layouts", "element_bytes",
     "layout_rank", "links", "llama_layer_units", "machine", "no_fit_reason", "plan", "plan_stages",
-    "recompute_mode", "search", "step_flops", "step_time", "verdict", "zero_stage",
+    "recompute_mode", "search", "step_flops", "step_time", "verdict", "weight_bytes", "zero_stage",
 ]

@@ -69,7 +69,8 @@ def _parser() -> _Parser:
     parser.add_argument("--optimizer-level",
                         help="instead of --zero: MindSpore's parallel optimizer level1 | level2 | level3")
     parser.add_argument("--optimizer", default="adam", help="sgd | momentum | adam")
-    parser.add_argument("--precision", default="bf16-mixed", help="fp32 | fp16-mixed | bf16-mixed")
+    parser.add_argument("--precision", default="bf16-mixed",
+                        help="fp32 | fp16-mixed | bf16-mixed | fp16-amp | bf16-amp (the last two: MindSpore amp)")
     parser.add_argument("--layers", type=_count, help="layers, for activations")
     parser.add_argument("--hidden", type=_count, help="hidden size, for activations")
     parser.add_argument("--heads", type=_count, help="attention heads (adds the attention-score term)")

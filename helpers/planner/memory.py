@@ -9,6 +9,12 @@ Trillion Parameter Models", section 3 and Figure 1). For Ψ parameters on one ca
 - optimizer state: K·Ψ bytes. float32: SGD K = 0, Momentum K = 4 (one slot), Adam K = 8 (two slots).
   Mixed precision adds the float32 master copy of the weights: K = 4, 8 and 12.
 
+MindSpore's own mixed precision (`mindspore.amp.auto_mixed_precision`, precision "fp16-amp" or "bf16-amp", what
+notebook 17's train_hf.py runs) keeps the parameters, and so their gradients, in float32 and casts each matrix
+product's inputs to 16 bits: 4Ψ + 4Ψ, 16-bit activations. `master_copy` says whether the optimizer keeps a float32
+copy of the weights it updates (K + 4): the ZeRO paper's mixed precision does, and so does a script whose sharded
+optimizer updates a shard of its own (notebooks 12 and 17, in float32 too); by default only the 16-bit precisions.
+
 Tensor parallel (degree tp) and pipeline parallel (degree pp) split the parameters: each card holds
 Ψ / (tp · pp) of them (an even split, rounded up). ZeRO stage s over the data-parallel degree dp then
 shards: stage 1 the optimizer state, stage 2 the gradients too, stage 3 the parameters too. A shard
@@ -84,25 +90,34 @@ from helpers.planner.errors import PlanError
 from helpers.planner.machine import CARDS, GB, USABLE, card_bytes
 
 OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}     # float32 tensors the size of the weights
-PRECISIONS = ("fp32", "fp16-mixed", "bf16-mixed")
+PRECISIONS = ("fp32", "fp16-mixed", "bf16-mixed", "fp16-amp", "bf16-amp")
 BLOCKS = ("transformer", "llama", "mlp")
 RECOMPUTE = ("none", "selective", "full")
 SCHEDULES = ("1f1b", "gpipe")
 COMPONENTS = ("params", "grads", "optimizer", "activations")
 
 def element_bytes(precision: str) -> int:
-    """Bytes of one weight, gradient or activation: 2 in fp16/bf16 mixed precision, 4 in float32."""
+    """Bytes of one activation (and of a weight or gradient in fp16/bf16-mixed): 2 in 16-bit precisions, 4 in
+    float32."""
     return 2 if precision != "fp32" else 4
 
 
-def bytes_per_param(optimizer: str, precision: str) -> dict[str, int]:
-    """Bytes per parameter for the weights, the gradients and the optimizer state (ZeRO's 2 + 2 + K)."""
+def weight_bytes(precision: str) -> int:
+    """Bytes of one weight or gradient: 2 in fp16/bf16-mixed (the ZeRO paper's), 4 in float32 and under MindSpore's
+    amp (fp16-amp, bf16-amp: float32 parameters, each product cast to 16 bits)."""
+    return 2 if precision.endswith("-mixed") else 4
+
+
+def bytes_per_param(optimizer: str, precision: str, master_copy: bool | None = None) -> dict[str, int]:
+    """Bytes per parameter for the weights, the gradients and the optimizer state (ZeRO's 2 + 2 + K). master_copy:
+    whether the optimizer keeps a float32 copy of the weights (default: in the 16-bit precisions only)."""
     if optimizer not in OPTIMIZER_SLOTS:
         raise PlanError(f"--optimizer: unknown value {optimizer!r} (choose from {', '.join(OPTIMIZER_SLOTS)})")
     if precision not in PRECISIONS:
         raise PlanError(f"--precision: unknown value {precision!r} (choose from {', '.join(PRECISIONS)})")
-    weight, master_copy = element_bytes(precision), 4 if precision != "fp32" else 0
-    return {"params": weight, "grads": weight, "optimizer": 4 * OPTIMIZER_SLOTS[optimizer] + master_copy}
+    weight = weight_bytes(precision)
+    master = 4 if (precision != "fp32" if master_copy is None else master_copy) else 0
+    return {"params": weight, "grads": weight, "optimizer": 4 * OPTIMIZER_SLOTS[optimizer] + master}
 
 
 def recompute_mode(recompute) -> str:
@@ -219,7 +234,7 @@ def communication_bytes(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1,
     --hidden only the dp term is counted. `recompute` here is full recompute (selective sends nothing more)."""
     element = element_bytes(precision)
     here = math.ceil(int(params) / (tp * pp))
-    sent = {"dp": (3 if zero >= 3 else 2) * (dp - 1) * here * element // dp, "tp": 0, "pp": 0}
+    sent = {"dp": (3 if zero >= 3 else 2) * (dp - 1) * here * weight_bytes(precision) // dp, "tp": 0, "pp": 0}
     if layers is not None and hidden is not None:
         tokens = seq * micro_batch
         sent["tp"] = (12 if recompute else 8) * (tp - 1) * tokens * hidden * element * (layers // pp) // tp * accumulate
@@ -330,13 +345,14 @@ def plan_stages(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
                 micro_batch: int = 1, heads: int | None = None, accumulate: int = 1, recompute=False,
                 block: str = "transformer", optimizer_level: str | None = None, vocab: int | None = None,
                 ep: int | None = None, expert_params: float = 0, shape: ModelShape | None = None,
-                sequence_parallel: bool = True, schedule: str = "1f1b") -> dict[str, dict[str, int]]:
+                sequence_parallel: bool = True, schedule: str = "1f1b",
+                master_copy: bool | None = None) -> dict[str, dict[str, int]]:
     """plan() for each stage that can be the busiest: {"only": {...}} without a pipeline, else {"first": {...},
     "last": {...}}, each {"params", "grads", "optimizer", "activations", "total"}."""
     _check(params, dp=dp, tp=tp, pp=pp, zero=zero, optimizer_level=optimizer_level, layers=layers, hidden=hidden,
            seq=seq, micro_batch=micro_batch, heads=heads, accumulate=accumulate, vocab=vocab, ep=ep,
            expert_params=expert_params, shape=shape, block=block, schedule=schedule)
-    per_param = bytes_per_param(optimizer, precision)
+    per_param = bytes_per_param(optimizer, precision, master_copy)
     mode = recompute_mode(recompute)
     experts = int(expert_params) if ep is not None else 0
     stage = zero_stage(zero, optimizer_level)
@@ -372,7 +388,7 @@ def plan(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0,
          micro_batch: int = 1, heads: int | None = None, accumulate: int = 1, recompute=False,
          block: str = "transformer", optimizer_level: str | None = None, vocab: int | None = None,
          ep: int | None = None, expert_params: float = 0, shape: ModelShape | None = None,
-         sequence_parallel: bool = True, schedule: str = "1f1b") -> dict[str, int]:
+         sequence_parallel: bool = True, schedule: str = "1f1b", master_copy: bool | None = None) -> dict[str, int]:
     """Bytes per card on the busiest pipeline stage: {"params", "grads", "optimizer", "activations", "total"}
     (integers). `zero` is the ZeRO stage; `optimizer_level` instead plans MindSpore's parallel optimizer level
     ("level1", "level2", "level3", OPTIMIZER_LEVELS). `recompute`: False, True (full), "none", "selective" or
@@ -380,12 +396,13 @@ def plan(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0,
     the stages, as MindSpore Transformers splits them; the ep ranks are carved out of the dp ones, and ZeRO shards
     the experts over the dp / ep ranks that hold the same slice of them (notebook 13). With `shape` (a config.json)
     tp must divide its heads, key/value heads and MLP width, and ep its experts. `sequence_parallel=False` plans
-    tensor parallelism without sequence parallelism; `schedule` is the pipeline's, "1f1b" or "gpipe"."""
+    tensor parallelism without sequence parallelism; `schedule` is the pipeline's, "1f1b" or "gpipe"; `master_copy`
+    whether the optimizer keeps a float32 copy of the weights (bytes_per_param)."""
     stages = plan_stages(params, dp=dp, tp=tp, pp=pp, zero=zero, optimizer=optimizer, precision=precision,
                          layers=layers, hidden=hidden, seq=seq, micro_batch=micro_batch, heads=heads,
                          accumulate=accumulate, recompute=recompute, block=block, optimizer_level=optimizer_level,
                          vocab=vocab, ep=ep, expert_params=expert_params, shape=shape,
-                         sequence_parallel=sequence_parallel, schedule=schedule)
+                         sequence_parallel=sequence_parallel, schedule=schedule, master_copy=master_copy)
     return max(stages.values(), key=lambda parts: parts["total"])
 
 

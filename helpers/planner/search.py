@@ -111,7 +111,8 @@ def no_fit_reason(params: float, cards: int, card: str, *, heads: int | None = N
                 "divide the heads, key/value heads and widths, pp the layers, dp x micro-batch the global batch, and "
                 "each pipeline needs at least pp micro-batches per step; raise --global-batch or change --cards")
     allowed = USABLE * card_bytes(card)
-    per_param = bytes_per_param(options.get("optimizer", "adam"), options.get("precision", "bf16-mixed"))
+    per_param = bytes_per_param(options.get("optimizer", "adam"), options.get("precision", "bf16-mixed"),
+                                options.get("master_copy"))
     states = sum(per_param.values()) * params / cards      # ZeRO-3 over all cards, or tp x pp x ZeRO-3: the least
     if states > allowed:
         need = math.ceil(sum(per_param.values()) * params / allowed)

@@ -35,6 +35,7 @@ from helpers.planner.memory import (
     communication_bytes,
     element_bytes,
     recompute_mode,
+    weight_bytes,
     zero_stage,
 )
 
@@ -164,8 +165,9 @@ def step_time(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int
                                experts=experts, ep=ep)
     halves = _dp_halves(zero_stage(zero, optimizer_level), accumulate)
     replicas = dp // ep if experts else 1
-    seconds["dp"] = max(halves * _ring("all_gather", dp, dense * element, link[where["dp"]])
-                        + halves * _ring("all_gather", replicas, mine * element, link[where["expert_dp"]])
+    grad = weight_bytes(precision)                         # a gradient's bytes: 4 under amp, 2 in *-mixed
+    seconds["dp"] = max(halves * _ring("all_gather", dp, dense * grad, link[where["dp"]])
+                        + halves * _ring("all_gather", replicas, mine * grad, link[where["expert_dp"]])
                         for dense, mine in shares.values())
     step = sum(seconds.values())
     sequences = dp * micro_batch * accumulate
@@ -174,7 +176,7 @@ def step_time(params: float, *, dp: int = 1, tp: int = 1, pp: int = 1, zero: int
                                hidden=hidden, seq=seq, micro_batch=micro_batch, accumulate=accumulate,
                                recompute=mode == "full")
     dense, mine = max(shares.values())
-    sent["dp"] = halves * ((dp - 1) * dense * element // dp + ((replicas - 1) * mine * element // replicas))
+    sent["dp"] = halves * ((dp - 1) * dense * grad // dp + ((replicas - 1) * mine * grad // replicas))
     sent["total"] = sent["dp"] + sent["tp"] + sent["pp"]
     sent["ep"] = 0
     if moe:

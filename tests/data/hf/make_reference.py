@@ -14,7 +14,7 @@ hidden / heads = 16), no sliding window, saved in bfloat16 (its logits are those
 float32). Vocabulary 300, hidden 64, 2 layers: about 1 MB in all. And llama3_scaled, notebook 16's model: Llama 3's
 rope scaling (rope_type "llama3", as Llama-3.2-1B, with original_max_position_embeddings 16 so that the scaling
 changes every frequency band within 12 tokens), 16 heads and 8 key/value heads (tensor parallelism up to 8 divides
-them), vocabulary 256 (byte ids), hidden 128, 2 layers (1.7 MB). And three of notebook 17: qwen3_tied, a Qwen3
+them), vocabulary 256 (byte ids), hidden 128, 2 layers (1.7 MB). And three of notebook 18: qwen3_tied, a Qwen3
 (q/k RMSNorm per head, head_dim 32, tied embeddings); qwen3_moe, a Qwen3-MoE of 3 layers, the middle one a plain MLP
 (mlp_only_layers [1]), 8 experts of width 32, top 2 renormalised (norm_topk_prob, as Qwen3-30B-A3B), with
 output_router_logits and router_aux_loss_coef 0.01, so that transformers adds the load-balancing loss; and
@@ -25,7 +25,8 @@ loss.json holds transformers' loss with labels = ids, and its aux_loss. `--only 
 
 checks notebook 16's scripts/hf.py (written by the notebook's configuration cell) against `transformers`, and
 records the result in tests/data/hf/transformers_check.json (date, versions, every figure below):
-1. each fixture, read by hf.load and written by hf.save in one file and in shards of 100 kB, is loaded
+1. each fixture, read by hf.load and written by hf.save (in its own dtype: the mistral in bfloat16) in one file and
+   in shards of 100 kB, is loaded
    by transformers (float32, eager attention): its logits on ids.npy against logits.npy, its weights against
    transformers' own load of the fixture, its config against the fixture's as transformers reads both; and the
    sha256 of every file hf.save wrote, so that tests/test_hf.py can tell when hf.save writes other bytes (then run
