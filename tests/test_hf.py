@@ -19,17 +19,20 @@ from helpers.scripts import import_cells, notebook_scripts
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "data" / "hf"
 HF_SOURCE = ROOT / "notebooks" / "16_your_model.ipynb"   # its %%writefile cells write scripts/hf.py
-NAMES = ("llama_gqa", "qwen2_tied", "mistral_bf16", "llama3_scaled")
+NAMES = ("llama_gqa", "qwen2_tied", "mistral_bf16", "llama3_scaled", "qwen3_tied", "qwen3_moe", "mixtral_moe")
+MOE = ("qwen3_moe", "mixtral_moe")   # mixtures of experts: their loss.json holds transformers' loss and aux_loss
 TOLERANCE = 1e-5   # of the largest |logit|: float32, summed in another order than torch's
 
 
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory):
-    """(hf, gpt): hf.py from its cells, gpt.py from notebook 11, imported from a folder of their own."""
+    """(hf, gpt, moe): hf.py from its cells, gpt.py from notebook 11 and moe.py from notebook 13 (gpt.py's experts),
+    imported from a folder of their own."""
     folder = tmp_path_factory.mktemp("scripts")
-    saved = {name: sys.modules.get(name) for name in ("hf", "gpt")}
+    saved = {name: sys.modules.get(name) for name in ("hf", "gpt", "moe")}
     yield (import_cells(folder / "hf.py", notebook_scripts(HF_SOURCE)["scripts/hf.py"]),
-           import_cells(folder / "gpt.py", notebook_scripts("11_gpt_tensor_parallel.ipynb")["scripts/gpt.py"]))
+           import_cells(folder / "gpt.py", notebook_scripts("11_gpt_tensor_parallel.ipynb")["scripts/gpt.py"]),
+           import_cells(folder / "moe.py", notebook_scripts("13_mixture_of_experts.ipynb")["scripts/moe.py"]))
     for name, module in saved.items():
         if module is None:
             sys.modules.pop(name, None)
@@ -55,7 +58,7 @@ def hashes(folder):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_logits_equal_transformers(modules, name):
-    hf, gpt = modules
+    hf, gpt, _ = modules
     cfg, weights = hf.load(FIXTURES / name)
     reference = np.load(FIXTURES / name / "logits.npy")
     mine = logits(gpt, cfg, weights, np.load(FIXTURES / name / "ids.npy"))
@@ -68,6 +71,19 @@ def test_logits_equal_transformers(modules, name):
 
 def test_what_each_fixture_exercises(hf, modules):
     gpt = modules[1]
+    qwen3, weights = hf.load(FIXTURES / "qwen3_tied")
+    assert qwen3["qk_norm"] and not qwen3["qkv_bias"] and qwen3["tie_embeddings"] and qwen3["head_dim"] == 32
+    assert weights["layers.1.attn.q_norm.weight"].shape == (32,) and not qwen3.get("experts")
+    sparse, weights = hf.load(FIXTURES / "qwen3_moe")   # transformers 5 wrote num_local_experts for num_experts
+    assert "num_local_experts" in sparse["hf_config"] and "num_experts" not in sparse["hf_config"]
+    assert (sparse["experts"], sparse["top_k"], sparse["expert_ffn"], sparse["moe_layers"]) == (8, 2, 32, [0, 2])
+    assert sparse["norm_topk"] and sparse["qk_norm"] and sparse["aux_loss_coef"] == 0.01
+    assert weights["layers.1.mlp.w1.weight"].shape == (128, 64) and "layers.1.moe.w1" not in weights   # mlp_only
+    assert weights["layers.2.moe.w2"].shape == (8, 64, 32) and "layers.2.mlp.w1.weight" not in weights
+    mixtral, weights = hf.load(FIXTURES / "mixtral_moe")
+    assert (mixtral["experts"], mixtral["top_k"], mixtral["moe_layers"], mixtral["norm_topk"]) == (4, 2, [0, 1], True)
+    assert mixtral["expert_ffn"] == 128 and not mixtral.get("qk_norm") and mixtral["rope_theta"] == 1e6
+    assert gpt.split_axis("layers.0.moe.w1") is gpt.split_axis("layers.0.moe.router.weight") is None
     llama, _ = hf.load(FIXTURES / "llama_gqa")
     assert (llama["heads"], llama["kv_heads"], llama["rope_theta"]) == (4, 2, 5e5)
     assert (FIXTURES / "llama_gqa" / "model.safetensors.index.json").exists()   # the sharded path
@@ -81,6 +97,50 @@ def test_what_each_fixture_exercises(hf, modules):
     # tensor parallelism splits a bias as its weight (rows), and the tied output is the vocab-split embedding
     assert gpt.split_axis("layers.0.attn.wq.bias") == gpt.split_axis("layers.0.attn.wq.weight") == 0
     assert gpt.split_axis("embed") == gpt.split_axis("output.weight") == 0
+
+
+def _ce(logits, ids):
+    """transformers' causal-LM loss: the mean cross-entropy of each position's logits for the next id."""
+    x, t = logits[:, :-1].reshape(-1, logits.shape[-1]).astype(np.float64), ids[:, 1:].reshape(-1)
+    top = x.max(1)
+    return float(np.mean(np.log(np.exp(x - top[:, None]).sum(1)) + top - x[np.arange(t.size), t]))
+
+
+@pytest.mark.parametrize("name", MOE)
+def test_moe_loss_equals_transformers(modules, name):
+    """The load-balancing loss transformers adds (output_router_logits, router_aux_loss_coef), from the model's MoE
+    layers after a forward pass, and the training loss with it; negative controls: without norm_topk, and without
+    the layers taken together (the sum of one loss a layer), the logits or the aux loss move out of tolerance."""
+    hf, gpt, moe = modules
+    cfg, weights = hf.load(FIXTURES / name)
+    ids, reference = np.load(FIXTURES / name / "ids.npy"), json.loads((FIXTURES / name / "loss.json").read_text())
+    import mindspore as ms
+    logits(gpt, cfg, weights, ids)   # PyNative on the CPU, as the other tests
+    model = gpt.GPT(cfg, weights)
+    mine = model(ms.Tensor(ids, ms.int32)).asnumpy()   # the MoE layers keep this pass's routing
+    layers = [layer.moe for layer in model.layers if layer.moe is not None]
+    aux = float(moe.load_balancing_loss(layers).asnumpy())
+    loss = _ce(mine, ids) + cfg["aux_loss_coef"] * aux
+    print(f"{name}: aux {aux:.7f} (transformers {reference['aux_loss']:.7f}), loss {loss:.7f} "
+          f"(transformers {reference['loss']:.7f})")
+    assert abs(aux - reference["aux_loss"]) <= 1e-5 * reference["aux_loss"]
+    assert abs(loss - reference["loss"]) <= 1e-5 * reference["loss"]
+    per_layer = sum(float(moe.load_balancing_loss([one]).asnumpy()) for one in layers)
+    assert abs(per_layer - reference["aux_loss"]) > 100 * 1e-5 * reference["aux_loss"]
+    if name == "qwen3_moe":   # norm_topk_prob true: the raw top-2 probabilities give other logits
+        raw = logits(gpt, {**cfg, "norm_topk": False}, weights, ids)
+        assert np.abs(raw - np.load(FIXTURES / name / "logits.npy")).max() > 100 * TOLERANCE * np.abs(raw).max()
+
+
+def test_qk_norm_matters(modules):
+    """Qwen3's q/k norm (its weights about 1 +- 0.1): without it, the logits move far out of tolerance."""
+    hf, gpt, _ = modules
+    cfg, weights = hf.load(FIXTURES / "qwen3_tied")
+    plain = {k: v for k, v in weights.items() if "_norm" not in k or "attn_norm" in k or "mlp_norm" in k}
+    reference = np.load(FIXTURES / "qwen3_tied" / "logits.npy")
+    ids = np.load(FIXTURES / "qwen3_tied" / "ids.npy")
+    gap = np.abs(logits(gpt, {**cfg, "qk_norm": False}, plain, ids) - reference)
+    assert gap.max() > 100 * TOLERANCE * np.abs(reference).max()
 
 
 def test_llama3_rope_scaling(hf, modules):
@@ -175,6 +235,7 @@ def _edit_index(change):
 
 
 O_BIAS = "model.layers.0.self_attn.o_proj.bias"
+EXPERT = "model.layers.1.block_sparse_moe.experts.3.w2.weight"
 # (fixture, how to damage it, words the one-line error must hold)
 BAD = {
     "no config.json": ("qwen2_tied", _no_config, ["no config.json"]),
@@ -235,6 +296,35 @@ BAD = {
         (8).to_bytes(8, "little") + b"[1, 2]  ") and f)(_copy(tmp, name)), ["model.safetensors", "JSON object"]),
     "truncated header": ("qwen2_tied", lambda tmp, name: (lambda f: (f / "model.safetensors").write_bytes(
         (f / "model.safetensors").read_bytes()[:100]) and f)(_copy(tmp, name)), ["model.safetensors", "truncated"]),
+    # mixtures of experts and what gpt.py does not implement (notebook 18)
+    "deepseek_v3": ("qwen3_moe", _edit_config(lambda c: {**c, "model_type": "deepseek_v3", "kv_lora_rank": 512}),
+                    ["config.json", "model_type", "deepseek_v3", "kv_lora_rank", "n_shared_experts"]),
+    "qwen2_moe": ("qwen3_moe", _edit_config(lambda c: {**c, "model_type": "qwen2_moe"}),
+                  ["config.json", "model_type", "qwen2_moe", "shared_expert_intermediate_size"]),
+    "qwen3_next": ("qwen3_moe", _edit_config(lambda c: {**c, "model_type": "qwen3_next"}),
+                   ["config.json", "model_type", "qwen3_next", "linear_num_key_heads"]),
+    "a shared expert in qwen3_moe": ("qwen3_moe", _edit_config(lambda c: {**c, "shared_expert_intermediate_size": 64}),
+                                     ["config.json", "shared_expert_intermediate_size", "shared expert"]),
+    "router noise": ("mixtral_moe", _edit_config(lambda c: {**c, "router_jitter_noise": 0.1}),
+                     ["config.json", "router_jitter_noise", "0.1"]),
+    "top-k above the experts": ("mixtral_moe", _edit_config(lambda c: {**c, "num_experts_per_tok": 5}),
+                                ["config.json", "num_experts_per_tok", "5", "4 experts"]),
+    "two expert counts": ("qwen3_moe", _edit_config(lambda c: {**c, "num_experts": 4}),
+                          ["config.json", "num_experts", "num_local_experts"]),
+    "mlp_only_layers a number": ("qwen3_moe", _edit_config(lambda c: {**c, "mlp_only_layers": 1}),
+                                 ["config.json", "mlp_only_layers"]),
+    "decoder_sparse_step 0": ("qwen3_moe", _edit_config(lambda c: {**c, "decoder_sparse_step": 0}),
+                              ["config.json", "decoder_sparse_step", "0"]),
+    "aux coefficient a string": ("qwen3_moe", _edit_config(lambda c: {**c, "router_aux_loss_coef": "0.01"}),
+                                 ["config.json", "router_aux_loss_coef"]),
+    "missing expert": ("mixtral_moe", _edit_weights(lambda t: {k: v for k, v in t.items() if k != EXPERT}),
+                       ["model.safetensors", EXPERT, "missing"]),
+    "an expert too many": ("qwen3_moe", _edit_config(lambda c: {**c, "num_local_experts": 7}),
+                           ["model.safetensors", "model.layers.0.mlp.gate.weight", "(8, 64)", "(7, 64)"]),
+    "experts' width": ("qwen3_moe", _edit_config(lambda c: {**c, "moe_intermediate_size": 16}),
+                       ["model.safetensors", "model.layers.0.mlp.experts.0.gate_proj.weight", "(32, 64)", "(16, 64)"]),
+    "qwen3 without its q/k norm weights": ("qwen3_tied", _edit_weights(lambda t: {
+        k: v for k, v in t.items() if "q_norm" not in k}), ["model.safetensors", "self_attn.q_norm.weight", "missing"]),
 }
 
 
@@ -302,14 +392,15 @@ def test_save_load_round_trip_is_exact(hf, tmp_path, shard_bytes):
         for shard in shards:   # the safetensors library reads what hf.py wrote
             read.update(load_file(shard))
         names = {mine: theirs for mine, (theirs, _) in hf.hf_names(cfg).items()}
-        assert all(np.array_equal(read[names[k]], weights[k]) for k in weights)
+        assert all(np.array_equal(read[name], part) for k in weights for name, part in hf.pieces(names[k], weights[k]))
+        assert len(read) == sum(len(hf.pieces(names[k], weights[k])) for k in weights)
         biggest = max(a.nbytes for a in read.values())   # a tensor above shard_bytes goes in a shard of its own
         assert all(shard.stat().st_size <= max(shard_bytes, biggest) + 4096 for shard in shards)
 
 
 def test_save_a_model_of_the_series(modules, tmp_path):
     """The series' own byte-level GPT (no Hugging Face config behind it) goes out as a llama folder, back the same."""
-    hf, gpt = modules
+    hf, gpt, _ = modules
     cfg = dict(gpt.CONFIG)
     weights = gpt.init_weights(cfg)
     cfg2, weights2 = hf.load(hf.save(tmp_path / "ours", cfg, weights))
@@ -363,7 +454,7 @@ CHECKED = json.loads((FIXTURES / "transformers_check.json").read_text())
 
 
 def test_transformers_loaded_every_fixture_hf_save_wrote(hf, tmp_path):
-    """The record covers the four fixtures, each saved in one file and in shards; transformers read back the same
+    """The record covers every fixture, each saved in one file and in shards; transformers read back the same
     weights, config and logits; and hf.save still writes those bytes (else the record is stale: run the check)."""
     assert sorted(CHECKED["fixtures"]) == sorted(NAMES), "make_reference.py --check covers every fixture"
     for name in NAMES:
@@ -401,7 +492,7 @@ def test_gpt_config_reads_a_config_as_transformers_does(hf, case):
 def test_hf_names_gives_the_shapes_gpt_builds(modules):
     """train_hf.py checks weights against hf.hf_names' shapes instead of building a second model (notebook 16): the
     table must give exactly gpt.init_weights' names and shapes, for every fixture and for the series' own GPT."""
-    hf, gpt = modules
+    hf, gpt, _ = modules
     for cfg in [gpt.CONFIG, *(hf.load(FIXTURES / name)[0] for name in NAMES)]:
         table = {mine: shape for mine, (_, shape) in hf.hf_names(cfg).items()}
         assert table == {name: w.shape for name, w in gpt.init_weights(cfg).items()}, cfg.get("hf_config", "gpt")
@@ -420,7 +511,8 @@ def test_the_writer_writes_what_the_safetensors_library_writes(hf, tmp_path, dty
               "bfloat16": lambda a: ms.Tensor(a).astype(ms.bfloat16).asnumpy()}[dtype]
     for name in NAMES:
         cfg, weights = hf.load(FIXTURES / name)
-        tensors = {theirs: weights[mine] * np.float32(1.001) for mine, (theirs, _) in hf.hf_names(cfg).items()}
+        tensors = {name: part * np.float32(1.001) for mine, (theirs, _) in hf.hf_names(cfg).items()
+                   for name, part in hf.pieces(theirs, weights[mine])}   # an expert's weight: a tensor of its own
         hf.write_safetensors(tmp_path / "ours.safetensors", tensors, dtype)
         library = save({k: narrow(a) for k, a in tensors.items()}, metadata={"format": "pt"})
         assert (tmp_path / "ours.safetensors").read_bytes() == library, (name, dtype)

@@ -131,7 +131,9 @@ CONFIGS = ROOT / "tests" / "data" / "hf_configs"   # the architecture fields of 
 
 @pytest.mark.parametrize("name, count", [
     ("Llama-2-7b-hf", 6_738_415_616), ("Mistral-7B-v0.1", 7_241_732_096), ("Qwen2-7B", 7_615_616_512),
-    ("Qwen2-0.5B", 494_032_768), ("Mixtral-8x7B-v0.1", 46_702_792_704)])
+    ("Qwen2-0.5B", 494_032_768), ("Mixtral-8x7B-v0.1", 46_702_792_704),
+    # Qwen3: 2 x these = the "total_size" in bytes of the bfloat16 model.safetensors.index.json (tests/data/hf_configs)
+    ("Qwen3-8B", 8_190_735_360), ("Qwen3-30B-A3B", 30_532_122_624)])
 def test_config_json_gives_the_published_parameter_count(name, count):
     result = run_cli("--config", str(CONFIGS / f"{name}.json"), "--json")
     assert result.returncode == 0, result.stderr
@@ -145,6 +147,48 @@ def test_model_differences_are_counted():
     assert qwen.qkv_bias and not qwen.o_bias and qwen.tied_embeddings and qwen.kv_heads == 2
     assert mixtral.experts == 8 and mixtral.experts_per_token == 2
     assert mixtral.active_parameters() == 12_879_925_248          # "12.9B active parameters"
+
+
+def test_qwen3_counts_match_the_model_cards(tmp_path):
+    """Qwen's model cards: Qwen3-8B 8.2B, 6.95B without the embeddings; Qwen3-30B-A3B 30.5B in total, 3.3B
+    activated, 29.9B without the embeddings (tests/data/hf_configs/SOURCES.md). q/k norm and experts counted."""
+    from helpers.hf_config import read_config
+
+    dense, moe = read_config(CONFIGS / "Qwen3-8B.json"), read_config(CONFIGS / "Qwen3-30B-A3B.json")
+    for shape, total, without_embeddings in ((dense, "8.2", "6.95"), (moe, "30.5", "29.9")):   # as the cards write
+        embeddings = shape.vocab * shape.hidden * (1 if shape.tied_embeddings else 2)
+        assert f"{shape.parameters() / 1e9:.1f}" == total
+        digits = len(without_embeddings.split(".")[1])
+        assert f"{(shape.parameters() - embeddings) / 1e9:.{digits}f}" == without_embeddings
+    # activated: the card says 3.3B; counted here 3,353,032,704 (embeddings, attention, norms, routers, 8 experts a
+    # layer), which would round to 3.4: within 0.06B of the card, how it rounds is not said
+    assert moe.active_parameters() == 3_353_032_704 and abs(moe.active_parameters() - 3.3e9) < 0.06e9
+    assert moe.experts == 128 and moe.experts_per_token == 8
+    assert dense.qk_norm and moe.qk_norm and moe.intermediate == 768 and moe.dense_layers == 0
+    assert dense.layer_parameters() - read_config(CONFIGS / "Qwen2-7B.json").layer_parameters() != 0
+    # mlp_only_layers and decoder_sparse_step: those layers keep a plain MLP of intermediate_size (6144)
+    published = json.loads((CONFIGS / "Qwen3-30B-A3B.json").read_text())
+    experts_and_router = 128 * 3 * 2048 * 768 + 128 * 2048
+    for change, dense_layers in (({"mlp_only_layers": [0, 1]}, 2), ({"decoder_sparse_step": 2}, 24)):
+        (tmp_path / "config.json").write_text(json.dumps({**published, **change}))
+        variant = read_config(tmp_path / "config.json")
+        assert variant.dense_layers == dense_layers
+        assert variant.parameters() == moe.parameters() - dense_layers * (experts_and_router - 3 * 2048 * 6144)
+    renamed = {k: v for k, v in published.items() if k != "num_experts"}
+    (tmp_path / "config.json").write_text(json.dumps({**renamed, "num_local_experts": 128}))   # transformers 5's name
+    assert read_config(tmp_path / "config.json").parameters() == moe.parameters()
+
+
+def test_search_includes_expert_parallelism_for_qwen3_moe():
+    result = run_cli("--config", str(CONFIGS / "Qwen3-30B-A3B.json"), "--seq", "4096", "--card", "910B",
+                     "--search", "--cards", "16", "--json")
+    layouts = json.loads(result.stdout)
+    assert layouts, result.stderr
+    assert {f["ep"] for f in layouts} >= {1, 2, 4, 8, 16}
+    assert all(f["dp"] % f["ep"] == 0 and 128 % f["ep"] == 0 for f in layouts)   # experts split inside dp
+    dense = json.loads(run_cli("--config", str(CONFIGS / "Qwen3-8B.json"), "--seq", "4096", "--card", "910B",
+                               "--search", "--cards", "16", "--json").stdout)
+    assert {f["ep"] for f in dense} == {1}   # a dense model has no experts to split
 
 
 def test_vocabulary_adds_logits_and_loss():

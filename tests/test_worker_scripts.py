@@ -18,7 +18,7 @@ import pytest
 from bare_msrun import write_scripts
 
 from helpers.ports import free_port
-from helpers.scripts import all_scripts, borrowed_scripts, notebook_scripts
+from helpers.scripts import NOTEBOOKS, all_scripts, borrowed_scripts, notebook_scripts, other_cells
 
 SCRIPTS = all_scripts()
 ALLOWED_TOP_LEVEL = {"mindspore", "numpy"} | set(sys.stdlib_module_names)
@@ -96,12 +96,40 @@ def test_every_short_run_names_a_launched_script():
     assert set(SHORT_RUN) <= {Path(name).name for _, name in LAUNCHED}, "a renamed script would run in full"
 
 
+# A script of a later notebook that an earlier one's script imports only when its config asks: notebook 11's gpt.py
+# builds notebook 13's MoE layer for a config with experts (Qwen3-MoE, Mixtral), so the one layer serves both; the
+# import runs inside Block, never for notebook 11's own model. Every notebook that copies gpt.py and builds a model
+# with experts copies moe.py beside it (the test after next).
+LATER = {("11_gpt_tensor_parallel.ipynb", "scripts/gpt.py"): {"moe": ("13_mixture_of_experts.ipynb", "scripts/moe.py")}}
+
+
 @pytest.mark.parametrize("key", sorted(SCRIPTS), ids=lambda k: f"{k[0][:2]}-{Path(k[1]).name}")
 def test_scripts_import_only_mindspore_numpy_and_the_standard_library(key):
-    outside = imported_modules(SCRIPTS[key]) - ALLOWED_TOP_LEVEL - siblings(key[0]) - PREPARATION.get(
-        Path(key[1]).name, set())
+    outside = (imported_modules(SCRIPTS[key]) - ALLOWED_TOP_LEVEL - siblings(key[0]) - set(LATER.get(key, {}))
+               - PREPARATION.get(Path(key[1]).name, set()))
     assert not outside, (f"{key[1]} imports {sorted(outside)}: a worker script may use only mindspore, numpy, "
                          "the standard library and the other scripts its notebook shows")
+
+
+def test_a_later_script_is_imported_only_inside_a_function():
+    """gpt.py's import of moe.py is not at the top of the file: notebook 11 runs gpt.py without moe.py beside it."""
+    for key, later in LATER.items():
+        tree = ast.parse(SCRIPTS[key])
+        top = {alias.name.split(".")[0] for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
+        top |= {node.module.split(".")[0] for node in tree.body if isinstance(node, ast.ImportFrom) and node.module}
+        assert not top & set(later), f"{key[1]} imports {sorted(top & set(later))} at its top"
+        assert set(later) <= imported_modules(SCRIPTS[key]), f"{key[1]} no longer imports {sorted(later)}: update LATER"
+        assert all(where in SCRIPTS for where in later.values())
+
+
+def test_a_notebook_that_builds_experts_copies_moe_py():
+    """A notebook that copies gpt.py and loads a model with experts (a Hugging Face mixture of experts, or notebook
+    13's own) has moe.py beside it."""
+    for notebook in sorted({nb for nb, _ in SCRIPTS} | {p.name for p in NOTEBOOKS.glob("*.ipynb")}):
+        sources = "\n".join(other_cells(notebook))
+        copies = borrowed_scripts(notebook)
+        if "scripts/gpt.py" in copies and ("qwen3_moe" in sources or "mixtral" in sources or "experts" in sources):
+            assert "scripts/moe.py" in copies or (notebook, "scripts/moe.py") in SCRIPTS, notebook
 
 
 @pytest.mark.launch

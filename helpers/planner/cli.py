@@ -8,7 +8,7 @@ is the same).
     python -m helpers.memory --config config.json --seq 4096 --card 910B --search --cards 64 --global-batch 256 --json
     python -m helpers.memory --card 910A --constants
 
---config reads a Hugging Face config.json (helpers.hf_config: llama, mistral, qwen2, mixtral) for the exact
+--config reads a Hugging Face config.json (helpers.hf_config: llama, mistral, qwen2, qwen3, mixtral, qwen3_moe) for the
 parameter count, the layers, hidden size and vocabulary; its heads, key/value heads and MLP width limit tp and its
 experts limit ep (add --heads for the attention-score term; left out, the planner assumes flash attention, as
 Ascend jobs use), and its activations follow block "llama": grouped key/value heads, the SwiGLU width and the

@@ -43,8 +43,9 @@ of `seq` tokens, with b = bytes per element (4 in float32, 2 in mixed precision)
   default, as notebook 11 builds it) they split too: eq. (1) divided by t = tp, s·B·h·(34 + 5·a·s/h) / tp bytes per
   layer (a = heads; without --heads the attention-score term is left out, as with flash attention), written for
   16-bit activations and doubled for float32. --no-sp plans eq. (2).
-- block "llama" (the default with --config): a Llama-type layer (llama, mistral, qwen2, mixtral), counted the
-  way Korthikanti et al. count, the inputs each operation keeps for its backward, in 16-bit bytes per token:
+- block "llama" (the default with --config): a Llama-type layer (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe),
+  counted the way Korthikanti et al. count, the inputs each operation keeps for its backward, in 16-bit bytes per
+  token:
   attention 2h (norm input) + 2h (the q, k, v projections' input) + 2q (queries) + 4k (keys and values) + 2q
   (the output projection's input) + 2·a·s (softmax output; no dropout in these models), with q = heads·d and
   k = kv_heads·d; SwiGLU MLP 2h (norm input) + 2h (gate and up projections' input) + 8I (gate, up, silu(gate)
@@ -315,7 +316,7 @@ def _check(params, *, dp, tp, pp, zero, optimizer_level, layers, hidden, seq, mi
                         "each expert-parallel rank holds a whole number of them; choose --ep from "
                         f"{_divisors(shape.experts)}")
     if ep is not None and not 0 < expert_params <= params:
-        raise PlanError("--ep: needs the experts' share of the parameters (--config of a mixtral model)")
+        raise PlanError("--ep: needs the experts' share of the parameters (--config of a mixtral or qwen3_moe model)")
 
 
 def _stage_parameters(params: float, *, tp: int, pp: int, layers: int | None, hidden: int | None,

@@ -14,14 +14,19 @@ hidden / heads = 16), no sliding window, saved in bfloat16 (its logits are those
 float32). Vocabulary 300, hidden 64, 2 layers: about 1 MB in all. And llama3_scaled, notebook 16's model: Llama 3's
 rope scaling (rope_type "llama3", as Llama-3.2-1B, with original_max_position_embeddings 16 so that the scaling
 changes every frequency band within 12 tokens), 16 heads and 8 key/value heads (tensor parallelism up to 8 divides
-them), vocabulary 256 (byte ids), hidden 128, 2 layers (1.7 MB). `--only NAME` makes one folder again.
+them), vocabulary 256 (byte ids), hidden 128, 2 layers (1.7 MB). And three of notebook 18: qwen3_tied, a Qwen3
+(q/k RMSNorm per head, head_dim 32, tied embeddings); qwen3_moe, a Qwen3-MoE of 3 layers, the middle one a plain MLP
+(mlp_only_layers [1]), 8 experts of width 32, top 2 renormalised (norm_topk_prob, as Qwen3-30B-A3B), with
+output_router_logits and router_aux_loss_coef 0.01, so that transformers adds the load-balancing loss; and
+mixtral_moe, a Mixtral with 4 experts, top 2, router_aux_loss_coef 0.02. For the two mixtures of experts,
+loss.json holds transformers' loss with labels = ids, and its aux_loss. `--only NAME` makes one folder again.
 
     /tmp/hfref/bin/python tests/data/hf/make_reference.py --check [--hf notebooks/scripts/hf.py]
 
 checks notebook 16's scripts/hf.py (written by the notebook's configuration cell) against `transformers`, and
 records the result in tests/data/hf/transformers_check.json (date, versions, every figure below):
-1. each of the four fixtures, read by hf.load and written by hf.save (in its own dtype: the mistral in bfloat16) in
-   one file and in shards of 100 kB, is loaded
+1. each fixture, read by hf.load and written by hf.save (in its own dtype: the mistral in bfloat16) in one file and
+   in shards of 100 kB, is loaded
    by transformers (float32, eager attention): its logits on ids.npy against logits.npy, its weights against
    transformers' own load of the fixture, its config against the fixture's as transformers reads both; and the
    sha256 of every file hf.save wrote, so that tests/test_hf.py can tell when hf.save writes other bytes (then run
@@ -61,6 +66,16 @@ MODELS = {
                        "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
                                            "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                                            "original_max_position_embeddings": 16}}, {}),
+    "qwen3_tied": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM,
+                   {"num_key_value_heads": 2, "head_dim": 32, "tie_word_embeddings": True,
+                    "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}}, {}),
+    "qwen3_moe": (transformers.Qwen3MoeConfig, transformers.Qwen3MoeForCausalLM,
+                  {"num_hidden_layers": 3, "num_key_value_heads": 2, "num_experts": 8, "num_experts_per_tok": 2,
+                   "moe_intermediate_size": 32, "mlp_only_layers": [1], "norm_topk_prob": True,
+                   "output_router_logits": True, "router_aux_loss_coef": 0.01}, {"moe": True}),
+    "mixtral_moe": (transformers.MixtralConfig, transformers.MixtralForCausalLM,
+                    {"num_key_value_heads": 2, "num_local_experts": 4, "num_experts_per_tok": 2,
+                     "output_router_logits": True, "router_aux_loss_coef": 0.02}, {"moe": True}),
 }
 
 
@@ -79,12 +94,16 @@ def main(only=None):
                 p.copy_(1 + 0.1 * torch.randn_like(p) if "norm" in pname else 0.1 * torch.randn_like(p))
                 if how.get("bf16"):   # the logits of the weights the file holds
                     p.copy_(p.to(torch.bfloat16).float())
-            logits = model(torch.tensor(ids)).logits.float().numpy()
+            out = model(torch.tensor(ids), labels=torch.tensor(ids))
+            logits = out.logits.float().numpy()
         folder = HERE / name
         (model.to(torch.bfloat16) if how.get("bf16") else model).save_pretrained(
             folder, max_shard_size=how.get("max_shard_size", "50GB"))
         np.save(folder / "ids.npy", ids.astype(np.int32))
         np.save(folder / "logits.npy", logits.astype(np.float32))
+        if how.get("moe"):   # the training loss: cross-entropy + router_aux_loss_coef * aux_loss
+            (folder / "loss.json").write_text(json.dumps({"loss": float(out.loss), "aux_loss": float(out.aux_loss)},
+                                                         indent=1) + "\n")
         print(name, sorted(p.name for p in folder.iterdir()), f"max |logit| {np.abs(logits).max():.3f}")
     print("torch", torch.__version__, "transformers", transformers.__version__)
 
@@ -99,8 +118,8 @@ def _without(config, *keys):
 
 def _config_cases():
     """{case: config dict}: the fields hf.gpt_config must read as transformers does (tests/test_hf.py replays them)."""
-    llama, qwen, mistral, llama3 = (_fixture_config(n) for n in ("llama_gqa", "qwen2_tied", "mistral_bf16",
-                                                                "llama3_scaled"))
+    llama, qwen, mistral, llama3, qwen3, qwen3_moe, mixtral = (_fixture_config(n) for n in (
+        "llama_gqa", "qwen2_tied", "mistral_bf16", "llama3_scaled", "qwen3_tied", "qwen3_moe", "mixtral_moe"))
     top = _without(llama, "rope_parameters")   # the published form: rope_theta on top
     scaling = _without(llama3["rope_parameters"], "original_max_position_embeddings")
     wide_qwen = {**qwen, "hidden_size": 1024, "num_attention_heads": 64}   # 64 heads: unlike either default
@@ -135,6 +154,19 @@ def _config_cases():
             "max_window_layers": 0},
         "qwen2 sliding_window without use_sliding_window (Qwen2.5's form)": {
             **_without(qwen, "layer_types"), "use_sliding_window": False, "sliding_window": 8},
+        "qwen3 without head_dim nor num_key_value_heads": {
+            **_without(qwen3, "head_dim", "num_key_value_heads"), "hidden_size": 1024, "num_attention_heads": 64},
+        "qwen3 use_sliding_window from layer 1": {
+            **_without(qwen3, "layer_types"), "use_sliding_window": True, "sliding_window": 32, "max_window_layers": 1},
+        "qwen3_moe without num_key_value_heads": _without(qwen3_moe, "num_key_value_heads"),
+        "qwen3_moe use_sliding_window": {**qwen3_moe, "use_sliding_window": True, "sliding_window": 32},
+        "qwen3_moe use_sliding_window without sliding_window": {
+            **_without(qwen3_moe, "sliding_window"), "use_sliding_window": True},
+        "mixtral without rope_parameters": _without(mixtral, "rope_parameters"),
+        "mixtral without num_key_value_heads": {
+            **_without(mixtral, "num_key_value_heads"), "hidden_size": 256, "num_attention_heads": 16},
+        "mixtral sliding_window 32": {**mixtral, "sliding_window": 32},
+        "mixtral without sliding_window": _without(mixtral, "sliding_window"),
     }
 
 
@@ -150,7 +182,7 @@ def transformers_reading(config):
         if not np.isfinite(inv_freq).all():
             return {"error": f"non-finite rotary frequencies {inv_freq[:3].tolist()}"}
         layers = parsed.num_hidden_layers
-        if kind == "qwen2":
+        if kind in ("qwen2", "qwen3"):
             windows = [parsed.sliding_window if t == "sliding_attention" else None for t in parsed.layer_types]
         else:
             windows = [getattr(parsed, "sliding_window", None)] * layers

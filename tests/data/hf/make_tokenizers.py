@@ -10,7 +10,8 @@ the model's vocab_size. Run by hand; its output is committed beside each fixture
 - tokenizer_config.json: the end-of-text (eos) and start (bos) tokens by name, as a Hugging Face folder gives them.
 
 The special tokens come first: <unk>, <s>, </s> (ids 0, 1, 2, as the llama and mistral fixtures' config.json give
-bos_token_id 1 and eos_token_id 2), or Qwen2's <|endoftext|> (id 0; its fixture's config.json names none). Made with
+bos_token_id 1 and eos_token_id 2; the mixtral fixture too), or Qwen2's <|endoftext|> (id 0; its fixture's config.json
+names none; the Qwen3 and Qwen3-MoE fixtures alike). Made with
 tokenizers 0.23.3 and Python 3.11's standard library; the fixtures' weights and reference logits do not change (the
 logits are for fixed ids, ids.npy).
 """
@@ -25,8 +26,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 from helpers.scripts import notebook_scripts  # noqa: E402  (the notebooks' scripts, read back)
 
-SPECIALS = {"qwen2": (["<|endoftext|>"], None, "<|endoftext|>"), "llama": (["<unk>", "<s>", "</s>"], "<s>", "</s>"),
-            "mistral": (["<unk>", "<s>", "</s>"], "<s>", "</s>")}
+QWEN, LLAMA = (["<|endoftext|>"], None, "<|endoftext|>"), (["<unk>", "<s>", "</s>"], "<s>", "</s>")
+SPECIALS = {"qwen2": QWEN, "qwen3": QWEN, "qwen3_moe": QWEN, "llama": LLAMA, "mistral": LLAMA, "mixtral": LLAMA}
 
 
 def corpus_names():
