@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -132,23 +133,45 @@ def test_a_notebook_that_builds_experts_copies_moe_py():
             assert "scripts/moe.py" in copies or (notebook, "scripts/moe.py") in SCRIPTS, notebook
 
 
-@pytest.mark.launch
-@pytest.mark.parametrize("key", LAUNCHED, ids=lambda k: f"{k[0][:2]}-{Path(k[1]).name}")
-def test_script_runs_under_bare_msrun(key, tmp_path):
-    write_scripts(key[0], tmp_path)   # the script and the files it may import
-    script = tmp_path / Path(key[1]).name
+def bare_msrun(key, folder):
+    """Run the script `key` names with its defaults under msrun itself, 2 CPU workers, in `folder`; return msrun's
+    CompletedProcess and the workers' logs."""
+    write_scripts(key[0], folder)   # the script and the files it may import
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TUTORIAL_", "MS_", "RANK_"))}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # msrun starts `python`
     env["ONEDNN_MAX_CPU_ISA"] = "AVX2"  # what the launcher sets on CPU: oneDNN's fast conv kernel here
+    name = Path(key[1]).name
     command = [sys.executable, "-m", "mindspore.parallel.cluster.run", "--worker_num=2", "--local_worker_num=2",
-               f"--master_port={free_port()}", f"--log_dir={tmp_path / 'logs'}", "--join=True",
-               "--cluster_time_out=90", script.name, *SHORT_RUN.get(script.name, ())]
-    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
+               f"--master_port={free_port()}", f"--log_dir={folder / 'logs'}", "--join=True",
+               "--cluster_time_out=90", name, *SHORT_RUN.get(name, ())]
+    result = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=400)
     logs = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
-                     for p in sorted((tmp_path / "logs").glob("worker_*.log")))
-    if script.name in ASCEND_ONLY:
+                     for p in sorted((folder / "logs").glob("worker_*.log")))
+    return result, logs
+
+
+@pytest.fixture(scope="module")
+def bare_runs(request, tmp_path_factory):
+    """The selected scripts' bare-msrun runs, two at a time in the order pytest runs them: each job spends much of its
+    time waiting (the cluster forming, msrun's 5 s sign-off checks), so two side by side share the cores (as
+    test_side_by_side's jobs do) and the file takes about half as long. {key: Future of bare_msrun's result}."""
+    keys = [item.callspec.params["key"] for item in request.session.items
+            if getattr(item, "originalname", "") == "test_script_runs_under_bare_msrun"]
+    pool = ThreadPoolExecutor(max_workers=2)
+    try:
+        yield {key: pool.submit(bare_msrun, key, tmp_path_factory.mktemp(Path(key[1]).stem)) for key in keys}
+    finally:
+        pool.shutdown(cancel_futures=True)   # after a failure with -x, the runs not started yet are not started
+
+
+@pytest.mark.launch
+@pytest.mark.parametrize("key", LAUNCHED, ids=lambda k: f"{k[0][:2]}-{Path(k[1]).name}")
+def test_script_runs_under_bare_msrun(key, bare_runs):
+    result, logs = bare_runs[key].result()
+    name = Path(key[1]).name
+    if name in ASCEND_ONLY:
         assert result.returncode != 0
-        assert ASCEND_ONLY[script.name] in logs, logs
+        assert ASCEND_ONLY[name] in logs, logs
         assert "Traceback" not in logs, "the limit is named, not a stack trace"
     else:
         assert result.returncode == 0, f"msrun exit code {result.returncode}\n{result.stdout[-2000:]}\n{logs}"
