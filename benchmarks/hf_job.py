@@ -8,7 +8,7 @@ default the commit before notebook 17's: NumPy Adam on the host, float32, byte i
 float32 and in float16 (MindSpore's amp; CPU has no bfloat16 MatMul), with notebook 12's ZeRO-1 AdamW and the
 model's token ids (random ids over the vocabulary here: the figures are speed and memory, not learning). The model:
 vocabulary 151936, hidden 896, 14 heads, 2 key/value heads, MLP 4864, q/k/v biases, tied embeddings (Qwen2.5-0.5B's
-config.json), 2 layers, sequences of 16 ids, 2 per step (one per rank), layout 2x1x1 (tied: no pipeline): short
+config.json), 2 layers, sequences of 16 ids, 2 per step, layout 2x1x1 or --layout 1x1x2 (tied: no pipeline): short
 sequences keep a step's compute small, since under a heavy load one rank can fall behind the other by more than
 mccl's receive timeout (about 30 s) and fail the 0.6 GB all-reduce; a job that fails so is run again, up to three
 times, and says so. The weights, gradients and optimizer state, which the figures are about, do not depend on it.
@@ -67,6 +67,8 @@ def main():
     parser.add_argument("--before", default="5a73797", help="the git revision before issue 54 (main at its start)")
     parser.add_argument("--dir", default="/tmp/hf_job")
     parser.add_argument("--only", help="run the variants whose name contains this text (e.g. after)")
+    parser.add_argument("--layout", default="2x1x1", help="dp x pp x tp of 2 ranks: 2x1x1, or 1x1x2 (each rank holds "
+                        "half of every weight, so half the optimizer's memory; tied embeddings forbid pp)")
     args = parser.parse_args()
     work = Path(args.dir)
     shutil.rmtree(work, ignore_errors=True)
@@ -83,8 +85,8 @@ def main():
     np.savez(work / "weights.npz", **weights)
     del weights
     np.save(work / "tokens.npy", np.random.default_rng(0).integers(0, CONFIG["vocab"], 200_000).astype(np.int32))
-    common = ("--config", work / "config.json", "--weights", work / "weights.npz", "--layout", "2x1x1", "--batch", 2,
-              "--steps", args.steps)
+    common = ("--config", work / "config.json", "--weights", work / "weights.npz", "--layout", args.layout,
+              "--batch", 2, "--steps", args.steps)
     variants = {"before (NumPy Adam, float32)": ("before", ()),
                 "after, float32 (ZeRO-1 AdamW)": ("after", ("--tokens", work / "tokens.npy")),
                 "after, float16 amp (ZeRO-1 AdamW)": ("after", ("--tokens", work / "tokens.npy",
@@ -111,8 +113,8 @@ def main():
             print(f"round {round_ + 1}, {name}: step {step:.2f} s, peak host memory per rank {peaks} MB, "
                   f"load average {load:.1f} before the job ({run.wall_time:.0f} s in all)", flush=True)
             shutil.rmtree(run.run_dir, ignore_errors=True)
-    print("\n| train_hf.py, 2 ranks, 2x1x1 | step, s (median) | peak host memory per rank, MB (median of the larger "
-          "rank) | load average before each job |\n|---|---|---|---|")
+    print(f"\n| train_hf.py, 2 ranks, {args.layout} | step, s (median) | peak host memory per rank, MB (median of "
+          "the larger rank) | load average before each job |\n|---|---|---|---|")
     for name, r in results.items():
         print(f"| {name} | {statistics.median(r['step_s']):.2f} ({', '.join(f'{x:.2f}' for x in r['step_s'])}) | "
               f"{statistics.median(r['peak_mb']):.0f} ({', '.join(f'{x:.0f}' for x in r['peak_mb'])}) | "
