@@ -488,7 +488,8 @@ def pipeline_of_12(source: str, script: str) -> Replay:
 
 def all_to_all_of_13(source: str, script: str) -> Replay:
     """Notebook 13's AllToAll on CPU (native=False: send/recv pairs), forward and backward, P = 1..8, with every
-    pair sending, random counts with zeros, and nothing sent at all. Its Ascend branch is one all_to_all_single."""
+    pair sending, random counts with zeros, and nothing sent at all; then as notebook 17's train_hf.py groups it,
+    every expert group of a dp x tp job at once. Its Ascend branch is one all_to_all_single on the group."""
     code = definitions(source, script, Tensor=tensor, ops=OPS, nn=NN)
     rng = np.random.default_rng(0)
     for size in range(1, 9):
@@ -503,6 +504,21 @@ def all_to_all_of_13(source: str, script: str) -> Replay:
                 out = cell.construct(tensor(np.zeros((counts[rank].sum(), 2))))
                 cell.bprop(None, out, out)
             yield f"P = {size}, {label}", wires
+    # Notebook 17's train_hf.py: expert groups of ep consecutive data-parallel ranks inside a job of dp x tp ranks
+    # (rank = d * tp + t), each group exchanging among its members by their ranks in the job, all groups at once.
+    meshes = [(a, b, c) for a in range(2, 9) for b in range(1, 5) for c in range(2, a + 1) if a * b <= 8 and a % c == 0]
+    for dp, tp, ep in meshes:
+        wires = [Wire(script) for _ in range(dp * tp)]
+        counts = rng.integers(0, 3, (dp * tp, ep))   # rows each rank sends to each member of its group
+        for rank, wire in enumerate(wires):
+            d, t = rank // tp, rank % tp
+            members = [(d // ep * ep + i) * tp + t for i in range(ep)]
+            code["dist"] = wire
+            cell = code["AllToAll"](code["ExpertGroup"](ep, d % ep, native=False, ranks=members, name="ep"))
+            cell.send, cell.recv = counts[rank].tolist(), [int(counts[m, d % ep]) for m in members]
+            out = cell.construct(tensor(np.zeros((counts[rank].sum(), 2))))
+            cell.bprop(None, out, out)
+        yield f"dp {dp} x tp {tp}, expert groups of {ep}", wires
 
 
 def ring_of_14(source: str, script: str) -> Replay:
