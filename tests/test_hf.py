@@ -83,7 +83,11 @@ def test_what_each_fixture_exercises(hf, modules):
     mixtral, weights = hf.load(FIXTURES / "mixtral_moe")
     assert (mixtral["experts"], mixtral["top_k"], mixtral["moe_layers"], mixtral["norm_topk"]) == (4, 2, [0, 1], True)
     assert mixtral["expert_ffn"] == 128 and not mixtral.get("qk_norm") and mixtral["rope_theta"] == 1e6
-    assert gpt.split_axis("layers.0.moe.w1") is gpt.split_axis("layers.0.moe.router.weight") is None
+    # tensor parallelism splits each stacked expert's width, (E, width, dim) and (E, dim, width), as the MLP's;
+    # the router stays whole on every rank (notebook 17 section 5)
+    assert [gpt.split_axis(f"layers.0.moe.{k}") for k in ("w1", "w3", "w2", "router.weight")] == [1, 1, 2, None]
+    assert gpt.is_expert("layers.0.moe.w1") and gpt.is_expert("adam.m.layers.0.moe.w2")
+    assert not gpt.is_expert("layers.0.moe.router.weight") and not gpt.is_expert("layers.0.mlp.w1.weight")
     llama, _ = hf.load(FIXTURES / "llama_gqa")
     assert (llama["heads"], llama["kv_heads"], llama["rope_theta"]) == (4, 2, 5e5)
     assert (FIXTURES / "llama_gqa" / "model.safetensors.index.json").exists()   # the sharded path
