@@ -18,10 +18,11 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from sched_tick import busy_cores  # a sibling script: benchmarks/ is on the path when run
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = {"en": ROOT / "notebooks" / "15_speed.ipynb", "zh": ROOT / "notebooks" / "zh_CN" / "15_speed.ipynb"}
@@ -132,18 +133,13 @@ def main() -> int:
     if args.report:
         report(args.report)
         return 0
-    loops = [subprocess.Popen(["taskset", "-c", str(c), sys.executable, "-c", "while True: pass"])
-             for c in sorted(os.sched_getaffinity(0))] if args.busy else []
-    try:
+    with busy_cores(args.busy):   # sched_tick.py's busy loops, one per core
         for i in range(args.runs):
             line = {**run_once(NOTEBOOK[args.language], args.workers), "busy_loop": args.busy}
             with args.out.open("a") as f:
                 f.write(json.dumps(line) + "\n")
             print(f"run {i + 1}/{args.runs}: {'ok' if not line['error'] else line['error']} "
                   f"({line['seconds']:.0f} s, load {line['load']:.1f})", flush=True)
-    finally:
-        for loop in loops:
-            loop.kill()
     return 0
 
 

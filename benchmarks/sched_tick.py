@@ -20,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,20 +57,28 @@ open(path, "w").write(json.dumps(out))
 '''
 
 
+@contextmanager
+def busy_cores(on: bool = True):
+    """A busy loop pinned to each core this process may use, for the duration (nothing when `on` is false);
+    benchmarks/nb15_repeat.py --busy uses it too."""
+    loops = [subprocess.Popen(["taskset", "-c", str(c), sys.executable, "-c", "while True: pass"])
+             for c in sorted(os.sched_getaffinity(0))] if on else []
+    try:
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+
+
 def run(busy: bool, other: bool) -> dict:
     from helpers import launch
 
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder, "sweep.py")
         script.write_text(f"SIZES = {SIZES}\n" + WORKER)
-        loops = [subprocess.Popen(["taskset", "-c", str(c), sys.executable, "-c", "while True: pass"])
-                 for c in sorted(os.sched_getaffinity(0))] if busy else []
-        try:
+        with busy_cores(busy):
             job = launch(script, workers=2, name="sched-tick", quiet=True,
                          env={"SCHED_TICK_OTHER": "1"} if other else {}).check()
-        finally:
-            for loop in loops:
-                loop.kill()
         rank0 = json.loads((job.run_dir / "rank_0.json").read_text())
     return {"busy_loop": busy, "policy": "SCHED_OTHER" if other else "SCHED_BATCH",
             "checked_policy": rank0["policy"], "ms": rank0["ms"]}
